@@ -8,6 +8,8 @@ import os
 # Models load from local paths only; with these set, a mistaken hub id fails at once instead of hanging.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Loading progress bars print speeds (it/s) that change every run; nbval would see them as changed output.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def seed_everything(seed: int = 0) -> None:
