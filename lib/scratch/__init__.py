@@ -4,12 +4,15 @@
     assets         where the pretrained models and the data live: fetched from registries, verified
 """
 import os
+import sys
 
 # Models load from local paths only; with these set, a mistaken hub id fails at once instead of hanging.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Loading progress bars print speeds (it/s) that change every run; nbval would see them as changed output.
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+if "transformers" in sys.modules:  # imported before scratch: the variable above came too late
+    sys.modules["transformers"].utils.logging.disable_progress_bar()
 
 
 def seed_everything(seed: int = 0) -> None:

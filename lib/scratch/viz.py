@@ -67,14 +67,18 @@ def plot_attention_heads(weights, labels=None, ncols: int = 4, title: str = "att
     return fig
 
 
-def plot_positional_encoding(encoding, ax=None, title: str = "positional encoding"):
-    """A (positions × d_model) encoding as an image: one row per position, one column per dimension."""
+def plot_positional_encoding(encoding, ax=None, title: str = "positional encoding", limit: float = 1.0):
+    """A (positions × d_model) encoding as an image: one row per position, one column per dimension.
+
+    Colours span [-limit, limit]: 1 suits the sinusoidal encoding; learned tables are much smaller.
+    """
     array = torch.as_tensor(encoding).detach().float().cpu()
     if array.dim() != 2:
         raise ValueError(f"encoding must be 2-D (positions × d_model), got shape {tuple(array.shape)}")
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
-    image = ax.imshow(array.numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1, interpolation="nearest")
+    image = ax.imshow(array.numpy(), aspect="auto", cmap="RdBu", vmin=-limit, vmax=limit,
+                      interpolation="nearest")
     ax.set_xlabel("dimension")
     ax.set_ylabel("position")
     ax.set_title(title)

@@ -1,0 +1,172 @@
+"""Attention from scratch: scaled dot-product attention, its masks, and multi-head attention (lectures 3 and 4).
+
+    scaled_dot_product_attention   softmax(Q K^T / sqrt(d_k)) V, returning the output and the weights
+    causal_mask                    (N, N) boolean: query i may attend to keys 0..i (decoders)
+    padding_mask                   (batch, 1, 1, M) boolean from token ids: no query attends to padding
+    MultiHeadAttention             h heads in one batched computation: W^Q, W^K, W^V, split, attend, concat, W^O
+
+Masks follow torch's boolean `attn_mask` convention: True = this query MAY attend to this key.
+Notation: N queries, M keys, d_k the query/key size, d_v the value size, d_model the model width, h heads.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+# ---------------------------------------------------------------- input checks
+
+def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor (softmax needs real numbers), got {t.dtype}")
+        if t.dim() < 2:
+            raise ValueError(f"{name} must have at least 2 dims (..., length, features), got shape {tuple(t.shape)}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"d_k of q ({q.shape[-1]}) and k ({k.shape[-1]}) differ: q (..., N, d_k) and "
+                         f"k (..., M, d_k) need the same last dim for the dot products q·k")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values: k (..., M, d_k) and "
+                         f"v (..., M, d_v) need the same length M (one value per key)")
+    if k.shape[-2] == 0:
+        raise ValueError("there are no keys (M = 0): every query's softmax would be over nothing")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"the leading (batch/head) dims of q {tuple(q.shape)}, k {tuple(k.shape)} and "
+                         f"v {tuple(v.shape)} do not broadcast") from None
+
+
+def _check_mask(mask, scores_shape: torch.Size) -> torch.Tensor:
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        found = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise TypeError(f"mask must be a boolean tensor (True = may attend), got {found}")
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != scores_shape:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} is not broadcastable to the attention scores "
+                         f"(..., N, M) = {tuple(scores_shape)}")
+    if not mask.any(dim=-1).all():
+        raise ValueError("the mask hides every key from some query: its softmax would be over nothing (NaN); "
+                         "every query row needs at least one True")
+    return mask
+
+
+# ---------------------------------------------------------------- attention
+
+def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+                                 *, dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V.
+
+    q: (..., N, d_k), k: (..., M, d_k), v: (..., M, d_v); leading batch/head dims broadcast.
+    mask: boolean, broadcastable to (..., N, M); True = query i may attend to key j. Masked scores become
+    -inf before the softmax, so they get exactly zero weight.
+    dropout_p: drop attention weights with this probability (training only; the returned weights are the
+    ones applied, so their rows no longer sum to exactly 1).
+    Returns output (..., N, d_v) and weights (..., N, M), each row of weights summing to 1.
+    """
+    _check_qkv(q, k, v)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # (..., N, M); the scale keeps var ≈ 1
+    if mask is not None:
+        mask = _check_mask(mask, scores.shape)
+        scores = scores.masked_fill(~mask, float("-inf"))      # e^-inf = 0: masked keys get zero weight
+    weights = torch.softmax(scores, dim=-1)                     # (..., N, M), rows sum to 1
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights                                 # (..., N, d_v), (..., N, M)
+
+
+def causal_mask(n: int, device=None) -> torch.Tensor:
+    """(n, n) boolean, True on and below the diagonal: position i sees positions 0..i, never the future."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n (the sequence length) must be a positive int, got {n!r}")
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """From token ids (batch, M), a mask (batch, 1, 1, M): True at real tokens, False at padding.
+
+    The two singleton dims broadcast over heads and queries, so every query of every head ignores the
+    padded keys: pass it as `mask` to scaled_dot_product_attention or MultiHeadAttention.
+    """
+    if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex \
+            or ids.dtype == torch.bool:
+        found = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise TypeError(f"ids must be an integer tensor of token ids, got {found}")
+    if ids.dim() != 2:
+        raise ValueError(f"ids must be 2-D (batch, M), got shape {tuple(ids.shape)}")
+    keep = ids != pad_id                                        # (batch, M)
+    if not keep.any(dim=-1).all():
+        raise ValueError(f"a sequence consists only of padding (pad_id={pad_id}): it has nothing to attend to")
+    return keep[:, None, None, :]                               # (batch, 1, 1, M)
+
+
+class MultiHeadAttention(nn.Module):
+    """h attention heads computed at once: MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O.
+
+    Each head j attends with its own slice of W^Q, W^K, W^V (d_k = d_v = d_model / h columns each); one
+    big d_model × d_model projection holds all h slices side by side, so a reshape splits it into heads.
+    """
+
+    def __init__(self, d_model: int, h: int, bias: bool = True, dropout: float = 0.0):
+        super().__init__()
+        if h < 1 or d_model < 1 or d_model % h != 0:
+            raise ValueError(f"d_model ({d_model}) must be divisible by the number of heads h ({h}): "
+                             f"each head gets d_k = d_model / h dims")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model, self.h, self.d_k = d_model, h, d_model // h
+        self.dropout = dropout
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query: torch.Tensor, key: torch.Tensor | None = None, value: torch.Tensor | None = None,
+                mask: torch.Tensor | None = None, need_weights: bool = False):
+        """Self-attention when key and value are None; cross-attention otherwise (N queries, M keys).
+
+        query: (batch, N, d_model); key, value: (batch, M, d_model) (value defaults to key).
+        mask: boolean, True = may attend; (N, M), (batch, N, M) or broadcastable to (batch, h, N, M)
+        (e.g. padding_mask's (batch, 1, 1, M)).
+        Returns output (batch, N, d_model), and weights (batch, h, N, M) too when need_weights.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
+                shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"{name} must have shape (batch, length, d_model={self.d_model}), got {shape}")
+            if not t.is_floating_point():
+                raise TypeError(f"{name} must be a floating-point tensor (embeddings, not token ids), got {t.dtype}")
+        batch, n, m = query.shape[0], query.shape[1], key.shape[1]
+        if key.shape[0] != batch or value.shape[0] != batch:
+            raise ValueError(f"query, key and value need the same batch size, got {query.shape[0]}, "
+                             f"{key.shape[0]} and {value.shape[0]}")
+        if isinstance(mask, torch.Tensor) and mask.dim() == 3:
+            mask = mask.unsqueeze(1)                    # (batch, N, M) -> (batch, 1, N, M): same for every head
+
+        # project, then split d_model into h heads of d_k: (batch, L, d_model) -> (batch, h, L, d_k)
+        q = self.w_q(query).view(batch, n, self.h, self.d_k).transpose(1, 2)   # (batch, h, N, d_k)
+        k = self.w_k(key).view(batch, m, self.h, self.d_k).transpose(1, 2)     # (batch, h, M, d_k)
+        v = self.w_v(value).view(batch, m, self.h, self.d_k).transpose(1, 2)   # (batch, h, M, d_v)
+
+        # all heads in one call; out: (batch, h, N, d_v), weights: (batch, h, N, M)
+        out, weights = scaled_dot_product_attention(q, k, v, mask,
+                                                    dropout_p=self.dropout if self.training else 0.0)
+
+        # concatenate the heads back: (batch, h, N, d_v) -> (batch, N, h * d_v = d_model), then W^O
+        out = self.w_o(out.transpose(1, 2).reshape(batch, n, self.d_model))    # (batch, N, d_model)
+        return (out, weights) if need_weights else out
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, h={self.h}, d_k={self.d_k}, dropout={self.dropout}"
