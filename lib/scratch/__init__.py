@@ -1,6 +1,13 @@
 """Transformers from Scratch: the course's own package, one module per idea, in lecture order.
 
     tokenization   characters, words and byte-level BPE (lecture 1)
+    embeddings     sinusoidal, learned, relative and rotary positions (lecture 2)
+    attention      scaled dot-product attention, masks, multi-head attention (lectures 3-4)
+    blocks         LayerNorm, feed-forward, encoder and decoder blocks (lecture 5)
+    models         Transformer (encoder-decoder), GPT (decoder-only), Encoder (BERT) (lectures 6-9)
+    training       the training loop every lecture that trains uses
+    tasks          toy data: numbers English -> German, characters of Moby-Dick
+    viz            attention heatmaps and positional-encoding plots
     assets         where the pretrained models and the data live: fetched from registries, verified
 """
 import os

@@ -1,0 +1,188 @@
+"""The transformer block: attention and a feed-forward network, each wrapped in Add & Norm (lecture 5).
+
+    LayerNorm      y = (x - mean) / sqrt(var + eps) · gamma + beta, per position over the d_model features
+    FeedForward    Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model), the same at every position
+    EncoderBlock   self-attention, Add & Norm, feed-forward, Add & Norm
+    DecoderBlock   masked self-attention, Add & Norm, cross-attention to the encoder, Add & Norm, FFN, Add & Norm
+
+The residual stream: every sub-layer reads x and *adds* its result, x = x + f(x), so gradients reach
+early layers through the identity and each sub-layer only has to learn a correction. Attention moves
+information between positions; the feed-forward network transforms each position on its own.
+
+Where the norm sits (norm_first):
+    post-LN (the paper, BERT)   x = norm(x + f(x))        every block's output is normalised
+    pre-LN  (GPT-2 and later)   x = x + f(norm(x))        the residual stream itself is never normalised,
+                                                           so a stack ends with one last LayerNorm
+Parameter and sub-module names follow torch.nn.TransformerEncoderLayer / DecoderLayer where they can.
+Shapes: batch, N positions (queries), M encoder positions (keys of cross-attention), d_model, h, d_ff.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from scratch.attention import MultiHeadAttention
+
+# name -> function; "gelu" is the exact x · Φ(x) (BERT), "gelu_tanh" its tanh approximation (GPT-2's gelu_new)
+ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+
+
+def _check_features(x, d_model: int, what: str = "x") -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{what} must be a floating-point tensor (embeddings, not token ids), got {x.dtype}")
+    if x.dim() < 1 or x.shape[-1] != d_model:
+        raise ValueError(f"{what} must have shape (..., d_model={d_model}), got {tuple(x.shape)}")
+
+
+def _check_dropout(dropout) -> float:
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    return float(dropout)
+
+
+class LayerNorm(nn.Module):
+    """y = (x - E[x]) / sqrt(Var[x] + eps) · gamma + beta, over the last dimension of x (..., d_model).
+
+    Statistics are per position (each token's own d_model features), never across the batch, so a
+    token is normalised the same way whatever else is in the batch. Var is the biased variance (divide
+    by d_model), as in torch.nn.LayerNorm. gamma and beta are called `weight` and `bias` like torch's,
+    so state dicts copy over.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        if d_model < 1:
+            raise ValueError(f"d_model must be at least 1, got {d_model}")
+        if not eps > 0:
+            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
+        self.d_model, self.eps = d_model, eps
+        self.weight = nn.Parameter(torch.ones(d_model))   # gamma: starts as "keep the normalised value"
+        self.bias = nn.Parameter(torch.zeros(d_model))    # beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_features(x, self.d_model)
+        var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)   # each (..., 1)
+        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, eps={self.eps}"
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = activation(x W_1 + b_1) W_2 + b_2, applied to every position separately.
+
+    Expand to d_ff (4 · d_model in the paper), apply the non-linearity, contract back to d_model. The same
+    weights serve every position of a sequence; every layer has its own.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose one of {', '.join(ACTIVATIONS)}")
+        if d_model < 1 or d_ff < 1:
+            raise ValueError(f"d_model and d_ff must be at least 1, got d_model={d_model}, d_ff={d_ff}")
+        self.d_model, self.d_ff, self.activation_name = d_model, d_ff, activation
+        self.activation = ACTIVATIONS[activation]
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)   # W_1: (d_model -> d_ff), expand
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)   # W_2: (d_ff -> d_model), contract
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (..., d_model) -> (..., d_model)."""
+        _check_features(x, self.d_model)
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))   # hidden: (..., d_ff)
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation_name!r}"
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention, Add & Norm, feed-forward, Add & Norm.
+
+    With a causal mask it is also the block of a decoder-only model (GPT): nothing in it knows whether
+    positions may look ahead, only the mask does.
+    Dropout is applied where torch.nn.TransformerEncoderLayer applies it: to the attention weights, to
+    each sub-layer's output before the residual addition, and inside the FFN after the activation.
+    """
+
+    def __init__(self, d_model: int, h: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
+                 norm_first: bool = False, eps: float = 1e-5, bias: bool = True):
+        super().__init__()
+        dropout = _check_dropout(dropout)
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
+        self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias)
+        self.norm1, self.norm2 = LayerNorm(d_model, eps), LayerNorm(d_model, eps)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+        """x: (batch, N, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, N, N)
+        (causal_mask(N) for GPT, padding_mask(ids, pad_id) for BERT).
+        Returns x (batch, N, d_model), and the attention weights (batch, h, N, N) too when need_weights.
+        """
+        if self.norm_first:   # pre-LN: x = x + f(norm(x))
+            attn, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=True)
+            x = x + self.dropout1(attn)
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+        else:                 # post-LN: x = norm(x + f(x))
+            attn, weights = self.self_attn(x, mask=mask, need_weights=True)
+            x = self.norm1(x + self.dropout1(attn))
+            x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return (x, weights) if need_weights else x
+
+    def extra_repr(self) -> str:
+        return f"norm_first={self.norm_first}"
+
+
+class DecoderBlock(nn.Module):
+    """Masked self-attention, Add & Norm, cross-attention, Add & Norm, feed-forward, Add & Norm.
+
+    Cross-attention: the queries come from the decoder (x), the keys and values from the encoder's
+    output (memory), so every target position can look at every source position.
+    """
+
+    def __init__(self, d_model: int, h: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
+                 norm_first: bool = False, eps: float = 1e-5, bias: bool = True):
+        super().__init__()
+        dropout = _check_dropout(dropout)
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
+        self.cross_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
+        self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias)
+        self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, eps) for _ in range(3))
+        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None, need_weights: bool = False):
+        """x: (batch, N, d_model) the target side; memory: (batch, M, d_model) the encoder's output.
+        self_mask: broadcastable to (batch, h, N, N), usually causal_mask(N) (and target padding);
+        memory_mask: broadcastable to (batch, h, N, M), usually padding_mask(src, pad_id).
+        Returns x (batch, N, d_model), plus self_weights (batch, h, N, N) and cross_weights
+        (batch, h, N, M) when need_weights.
+        """
+        if not isinstance(memory, torch.Tensor) or memory.dim() != 3 or memory.shape[-1] != x.shape[-1]:
+            shape = tuple(memory.shape) if isinstance(memory, torch.Tensor) else type(memory).__name__
+            raise ValueError(f"memory must have shape (batch, M, d_model={x.shape[-1]}), got {shape}")
+        if self.norm_first:
+            attn, self_weights = self.self_attn(self.norm1(x), mask=self_mask, need_weights=True)
+            x = x + self.dropout1(attn)
+            attn, cross_weights = self.cross_attn(self.norm2(x), memory, mask=memory_mask, need_weights=True)
+            x = x + self.dropout2(attn)
+            x = x + self.dropout3(self.ffn(self.norm3(x)))
+        else:
+            attn, self_weights = self.self_attn(x, mask=self_mask, need_weights=True)
+            x = self.norm1(x + self.dropout1(attn))
+            attn, cross_weights = self.cross_attn(x, memory, mask=memory_mask, need_weights=True)
+            x = self.norm2(x + self.dropout2(attn))
+            x = self.norm3(x + self.dropout3(self.ffn(x)))
+        return (x, self_weights, cross_weights) if need_weights else x
+
+    def extra_repr(self) -> str:
+        return f"norm_first={self.norm_first}"

@@ -1,0 +1,139 @@
+"""scratch.tasks: number words checked by hand, the translation data set, the character data set."""
+import pytest
+import torch
+
+from scratch.tasks import (ENGLISH_TOKENS, GERMAN_TOKENS, MAX_NUMBER, CharDataset, Vocabulary, english_number,
+                           english_tokens, german_number, german_tokens, moby_dick_dataset,
+                           number_translation_dataset)
+
+KNOWN = {  # n: (English, German), written by hand
+    0: ("zero", "null"),
+    1: ("one", "eins"),
+    7: ("seven", "sieben"),
+    11: ("eleven", "elf"),
+    12: ("twelve", "zwölf"),
+    13: ("thirteen", "dreizehn"),
+    16: ("sixteen", "sechzehn"),
+    17: ("seventeen", "siebzehn"),
+    20: ("twenty", "zwanzig"),
+    21: ("twenty-one", "einundzwanzig"),
+    23: ("twenty-three", "dreiundzwanzig"),
+    30: ("thirty", "dreißig"),
+    31: ("thirty-one", "einunddreißig"),
+    56: ("fifty-six", "sechsundfünfzig"),
+    60: ("sixty", "sechzig"),
+    67: ("sixty-seven", "siebenundsechzig"),
+    70: ("seventy", "siebzig"),
+    71: ("seventy-one", "einundsiebzig"),
+    99: ("ninety-nine", "neunundneunzig"),
+    100: ("one hundred", "einhundert"),
+    101: ("one hundred one", "einhunderteins"),
+    111: ("one hundred eleven", "einhundertelf"),
+    216: ("two hundred sixteen", "zweihundertsechzehn"),
+    1000: ("one thousand", "eintausend"),
+    1001: ("one thousand one", "eintausendeins"),
+    1999: ("one thousand nine hundred ninety-nine", "eintausendneunhundertneunundneunzig"),
+    2017: ("two thousand seventeen", "zweitausendsiebzehn"),
+    10000: ("ten thousand", "zehntausend"),
+    21121: ("twenty-one thousand one hundred twenty-one", "einundzwanzigtausendeinhunderteinundzwanzig"),
+    31000: ("thirty-one thousand", "einunddreißigtausend"),
+    100000: ("one hundred thousand", "einhunderttausend"),
+    101001: ("one hundred one thousand one", "einhunderteintausendeins"),
+    999999: ("nine hundred ninety-nine thousand nine hundred ninety-nine",
+             "neunhundertneunundneunzigtausendneunhundertneunundneunzig"),
+}
+
+
+@pytest.mark.parametrize("n", list(KNOWN))
+def test_known_numbers(n):
+    assert (english_number(n), german_number(n)) == KNOWN[n]
+
+
+def test_tokens():
+    assert english_tokens(23) == ["twenty", "-", "three"]
+    assert german_tokens(23) == ["drei", "und", "zwanzig"]          # units before tens
+    assert german_tokens(1001) == ["ein", "tausend", "eins"]
+    assert german_tokens(17) == ["siebzehn"]
+
+
+def test_every_number_uses_the_vocabulary_and_concatenates():
+    english, german = set(ENGLISH_TOKENS), set(GERMAN_TOKENS)
+    for n in range(0, MAX_NUMBER + 1, 997):
+        assert set(english_tokens(n)) <= english and set(german_tokens(n)) <= german
+        assert german_number(n) == "".join(german_tokens(n))
+        assert english_number(n).replace("-", " ").split() == [t for t in english_tokens(n) if t != "-"]
+    used = set().union(*(german_tokens(n) for n in range(2000)))
+    assert used == german                                          # every German token occurs below 2000
+
+
+def test_vocabulary():
+    vocab = Vocabulary(["a", "b"])
+    assert (vocab.pad_id, vocab.bos_id, vocab.eos_id, len(vocab)) == (0, 1, 2, 5)
+    assert vocab.encode(["b", "a"]) == [4, 3]
+    assert vocab.decode([1, 3, 4, 2, 3, 0]) == ["a", "b"]           # stops at <eos>
+    assert vocab.decode(torch.tensor([3, 0, 0])) == ["a"]
+    with pytest.raises(ValueError, match="'c' is not in the vocabulary"):
+        vocab.encode(["c"])
+    with pytest.raises(ValueError, match="outside the vocabulary 0..4"):
+        vocab.decode([7])
+    with pytest.raises(ValueError, match="distinct"):
+        Vocabulary(["a", "a"])
+
+
+def test_number_translation_dataset():
+    data = number_translation_dataset(seed=1, n_train=300, n_test=100, max_number=999)
+    assert len(data.train_numbers) == 300 and len(data.test_numbers) == 100
+    assert not set(data.train_numbers) & set(data.test_numbers)      # held out
+    assert data.train_src.shape[0] == 300 and data.test_tgt.shape[0] == 100
+    assert data.train_src.shape[1] == data.test_src.shape[1] and data.train_tgt.dtype == torch.long
+    for i in (0, 57, 299):
+        n = data.train_numbers[i]
+        assert data.english(data.train_src[i]) == english_number(n)
+        assert data.german(data.train_tgt[i]) == german_number(n)
+        assert data.train_tgt[i, 0] == data.tgt_vocab.bos_id
+    again = number_translation_dataset(seed=1, n_train=300, n_test=100, max_number=999)
+    assert again.train_numbers == data.train_numbers and torch.equal(again.test_tgt, data.test_tgt)
+    assert number_translation_dataset(seed=2, n_train=300, n_test=100, max_number=999).train_numbers \
+        != data.train_numbers
+    src, tgt_in, tgt_out = data.get_batch("test", 16, torch.Generator().manual_seed(0))
+    assert src.shape == (16, data.test_src.shape[1]) and tgt_in.shape == tgt_out.shape
+    assert (tgt_in[:, 0] == data.tgt_vocab.bos_id).all()
+    assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])              # shifted by one: teacher forcing
+    with pytest.raises(ValueError, match="n_train \\+ n_test <= 1000"):
+        number_translation_dataset(n_train=900, n_test=101, max_number=999)
+    with pytest.raises(ValueError, match="split must be"):
+        data.get_batch("val")
+
+
+def test_bad_numbers():
+    with pytest.raises(ValueError, match="0..999999"):
+        german_number(1_000_000)
+    with pytest.raises(ValueError, match="0..999999"):
+        english_number(-1)
+    with pytest.raises(TypeError, match="must be an int"):
+        german_number(2.0)
+
+
+def test_char_dataset():
+    data = CharDataset("hello world, hello moby" * 10, val_fraction=0.1)
+    assert data.decode(data.encode("hello")) == "hello"
+    assert len(data.val_data) == 23 and len(data.train_data) == 207
+    g = torch.Generator().manual_seed(0)
+    x, y = data.get_batch("train", 4, 8, g)
+    assert x.shape == y.shape == (4, 8)
+    assert torch.equal(x[:, 1:], y[:, :-1])                          # y is x shifted by one character
+    with pytest.raises(ValueError, match="block_size"):
+        data.get_batch("val", 4, 23)
+    with pytest.raises(ValueError, match="split must be"):
+        data.get_batch("test", 4, 8)
+    with pytest.raises(ValueError, match="val_fraction"):
+        CharDataset("abc", val_fraction=1.0)
+
+
+def test_moby_dick_dataset():
+    data = moby_dick_dataset()
+    total = len(data.train_data) + len(data.val_data)
+    assert len(data.val_data) == int(total * 0.1)
+    assert data.decode(data.train_data[:16]) == "Call me Ishmael."
+    x, y = data.get_batch("val", 2, 64, torch.Generator().manual_seed(0))
+    assert x.shape == (2, 64) and int(x.max()) < data.vocab_size

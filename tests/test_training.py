@@ -1,0 +1,112 @@
+"""scratch.training: determinism, the schedule, that loss goes down, evaluation hooks, bad input."""
+import math
+
+import matplotlib
+import pytest
+import torch
+
+from scratch.models import GPT, Transformer
+from scratch.training import (History, default_loss, estimate_loss, lr_factor, pick_device, plot_history,
+                              sequence_loss, set_seed, train)
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models train many times faster on one thread than on a busy machine's two (less contention)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_gpt(seed=0):
+    set_seed(seed)
+    return GPT(vocab_size=12, d_model=16, h=2, N=1, d_ff=32, max_len=16, dropout=0.1)
+
+
+def counting_batches():
+    """Sequences that count up modulo 12: x = a, a+1, ...; y the next numbers. Easy to learn."""
+    def get_batch():
+        start = torch.randint(12, (8, 1))
+        x = (start + torch.arange(9)) % 12
+        return x[:, :-1], x[:, 1:]
+    return get_batch
+
+
+def test_same_seed_same_losses():
+    runs = [train(tiny_gpt(), counting_batches(), 15, lr=3e-3, warmup=3, eval_fn=lambda m: 0.5, eval_every=5,
+                  device="cpu", seed=7, progress=False) for _ in range(2)]
+    assert runs[0].train_loss == runs[1].train_loss
+    assert runs[0].step == list(range(1, 16)) and runs[0].eval_step == [5, 10, 15]
+    other = train(tiny_gpt(), counting_batches(), 15, lr=3e-3, device="cpu", seed=8, progress=False)
+    assert other.train_loss != runs[0].train_loss
+
+
+def test_loss_goes_down_and_eval_is_called():
+    model = tiny_gpt()
+    get_batch = counting_batches()
+    seen = []
+    history = train(model, get_batch, 60, lr=1e-2, warmup=10, device="cpu", progress=False,
+                    eval_fn=lambda m: estimate_loss(m, get_batch, iters=2), eval_every=20,
+                    on_eval=lambda h: seen.append((h.eval_step[-1], model.training)))
+    assert history.train_loss[0] > math.log(12) - 0.5           # starts near uniform guessing
+    assert history.eval_loss[-1] < 0.5 * history.eval_loss[0]
+    assert seen == [(20, False), (40, False), (60, False)]     # evaluated in eval mode
+    assert not model.training                                   # and left in eval mode
+    assert len(history.lr) == 60 and history.lr[9] == pytest.approx(1e-2)
+
+
+def test_transformer_batches_and_padding_are_ignored():
+    """A (src, tgt_in, tgt_out) batch; targets equal to pad_id do not count in the loss."""
+    set_seed(0)
+    model = Transformer(10, 10, d_model=16, h=2, N=1, d_ff=32, dropout=0.0, max_len=8)
+    src = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
+    tgt_in, tgt_out = torch.tensor([[1, 3, 4], [1, 6, 0]]), torch.tensor([[3, 4, 2], [6, 2, 0]])
+    loss = default_loss(model, (src, tgt_in, tgt_out))
+    logits = model(src, tgt_in)
+    real = tgt_out != 0
+    expected = torch.nn.functional.cross_entropy(logits[real], tgt_out[real])
+    torch.testing.assert_close(loss, expected)
+    history = train(model, lambda: (src, tgt_in, tgt_out), 30, lr=1e-2, device="cpu", progress=False)
+    assert history.train_loss[-1] < 0.3 * history.train_loss[0]
+
+
+def test_lr_schedule():
+    factors = [lr_factor(s, 100, warmup=10) for s in range(100)]
+    assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
+    assert factors[99] == pytest.approx(0.1)                    # cosine down to min_factor
+    assert all(a >= b for a, b in zip(factors[9:], factors[10:]))
+    assert lr_factor(50, 100, schedule="constant") == 1.0
+
+
+def test_sequence_loss_and_device():
+    logits = torch.zeros(2, 3, 5)
+    targets = torch.tensor([[1, 2, -100], [0, -100, -100]])
+    assert sequence_loss(logits, targets).item() == pytest.approx(math.log(5))
+    assert pick_device().type in ("cpu", "cuda")
+
+
+def test_plot_history():
+    history = History(step=[1, 2, 3, 4], train_loss=[3.0, 2.0, 1.5, 1.0], lr=[1.0] * 4, eval_step=[2, 4],
+                      eval_loss=[2.5, 1.2])
+    ax = plot_history(history, title="demo", smooth=2)
+    assert ax.get_title() == "demo" and ax.get_xlabel() == "step" and ax.get_ylabel()
+    assert len(ax.get_lines()) == 2 and ax.get_legend() is not None
+
+
+def test_bad_input():
+    model = tiny_gpt()
+    with pytest.raises(ValueError, match="steps must be at least 1"):
+        train(model, counting_batches(), 0, progress=False)
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        train(model, counting_batches(), 5, lr=0, progress=False)
+    with pytest.raises(ValueError, match="warmup"):
+        train(model, counting_batches(), 5, warmup=6, progress=False)
+    with pytest.raises(ValueError, match="schedule must be"):
+        train(model, counting_batches(), 5, schedule="linear", progress=False)
+    with pytest.raises(ValueError, match="grad_clip"):
+        train(model, counting_batches(), 5, grad_clip=0, progress=False)
+    with pytest.raises(ValueError, match=r"logits must be \(batch, T, V\)"):
+        sequence_loss(torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
