@@ -77,8 +77,7 @@ def plot_positional_encoding(encoding, ax=None, title: str = "positional encodin
         raise ValueError(f"encoding must be 2-D (positions × d_model), got shape {tuple(array.shape)}")
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
-    image = ax.imshow(array.numpy(), aspect="auto", cmap="RdBu", vmin=-limit, vmax=limit,
-                      interpolation="nearest")
+    image = ax.imshow(array.numpy(), aspect="auto", cmap="RdBu", vmin=-limit, vmax=limit)
     ax.set_xlabel("dimension")
     ax.set_ylabel("position")
     ax.set_title(title)
