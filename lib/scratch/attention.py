@@ -3,7 +3,8 @@
     scaled_dot_product_attention   softmax(Q K^T / sqrt(d_k)) V, returning the output and the weights
     causal_mask                    (N, N) boolean: query i may attend to keys 0..i (decoders)
     padding_mask                   (batch, 1, 1, M) boolean from token ids: no query attends to padding
-    MultiHeadAttention             h heads in one batched computation: W^Q, W^K, W^V, split, attend, concat, W^O
+    MultiHeadAttention             h heads in one batched computation: W^Q, W^K, W^V, split, attend, concat, W^O;
+                                   optionally grouped-query (n_kv_heads < h) and rotary (RoPE), as in Llama
 
 Masks follow torch's boolean `attn_mask` convention: True = this query MAY attend to this key.
 Notation: N queries, M keys, d_k the query/key size, d_v the value size, d_model the model width, h heads.
@@ -15,6 +16,8 @@ import math
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from scratch.embeddings import RotaryEmbedding
 
 
 # ---------------------------------------------------------------- input checks
@@ -115,29 +118,50 @@ class MultiHeadAttention(nn.Module):
 
     Each head j attends with its own slice of W^Q, W^K, W^V (d_k = d_v = d_model / h columns each); one
     big d_model × d_model projection holds all h slices side by side, so a reshape splits it into heads.
+
+    Two options turn it into Llama's attention (the defaults give the original one, unchanged):
+      n_kv_heads   grouped-query attention (GQA): only n_kv_heads key/value heads, W^K and W^V have
+                   n_kv_heads · d_k outputs, and each K/V head serves h / n_kv_heads consecutive query heads
+                   (n_kv_heads = h is ordinary multi-head attention, 1 is multi-query attention). Fewer K/V
+                   heads mean a smaller KV cache when generating.
+      rotary       a RotaryEmbedding (d_head = d_k) that turns q and k by their positions after the head
+                   split (self-attention only); forward's `positions` says which positions they are
+                   (default 0..N-1; an int offset when the first token is not at position 0).
     """
 
-    def __init__(self, d_model: int, h: int, bias: bool = True, dropout: float = 0.0):
+    def __init__(self, d_model: int, h: int, bias: bool = True, dropout: float = 0.0,
+                 n_kv_heads: int | None = None, rotary: RotaryEmbedding | None = None):
         super().__init__()
         if h < 1 or d_model < 1 or d_model % h != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by the number of heads h ({h}): "
                              f"each head gets d_k = d_model / h dims")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        n_kv_heads = h if n_kv_heads is None else n_kv_heads
+        if isinstance(n_kv_heads, bool) or not isinstance(n_kv_heads, int) or n_kv_heads < 1 or h % n_kv_heads:
+            raise ValueError(f"n_kv_heads ({n_kv_heads!r}) must be a positive int dividing the number of heads "
+                             f"h ({h}): each key/value head is shared by h / n_kv_heads query heads")
+        if rotary is not None and (not isinstance(rotary, RotaryEmbedding) or rotary.d_head != d_model // h):
+            found = f"d_head = {rotary.d_head}" if isinstance(rotary, RotaryEmbedding) else type(rotary).__name__
+            raise ValueError(f"rotary must be a RotaryEmbedding with d_head = d_k = {d_model // h}, got {found}")
         self.d_model, self.h, self.d_k = d_model, h, d_model // h
+        self.n_kv_heads = n_kv_heads
         self.dropout = dropout
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)   # d_model unless grouped-query
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        self.rotary = rotary   # buffers only (cos/sin tables, not saved): no new state-dict keys
 
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None, value: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, need_weights: bool = False):
+                mask: torch.Tensor | None = None, need_weights: bool = False, positions=None):
         """Self-attention when key and value are None; cross-attention otherwise (N queries, M keys).
 
         query: (batch, N, d_model); key, value: (batch, M, d_model) (value defaults to key).
         mask: boolean, True = may attend; (N, M), (batch, N, M) or broadcastable to (batch, h, N, M)
         (e.g. padding_mask's (batch, 1, 1, M)).
+        positions: only with rotary: the positions of the N tokens, None (0..N-1), an int offset
+        (offset..offset+N-1) or an integer tensor (N,) or (batch, N).
         Returns output (batch, N, d_model), and weights (batch, h, N, M) too when need_weights.
         """
         key = query if key is None else key
@@ -152,13 +176,27 @@ class MultiHeadAttention(nn.Module):
         if key.shape[0] != batch or value.shape[0] != batch:
             raise ValueError(f"query, key and value need the same batch size, got {query.shape[0]}, "
                              f"{key.shape[0]} and {value.shape[0]}")
+        if self.rotary is None and positions is not None:
+            raise ValueError("positions only mean something with a rotary embedding (rotary=RotaryEmbedding(...))")
+        if self.rotary is not None and key is not query:
+            raise ValueError("rotary embeddings are for self-attention: queries and keys must be the same "
+                             "tokens (call with key=None)")
         if isinstance(mask, torch.Tensor) and mask.dim() == 3:
             mask = mask.unsqueeze(1)                    # (batch, N, M) -> (batch, 1, N, M): same for every head
 
-        # project, then split d_model into h heads of d_k: (batch, L, d_model) -> (batch, h, L, d_k)
-        q = self.w_q(query).view(batch, n, self.h, self.d_k).transpose(1, 2)   # (batch, h, N, d_k)
-        k = self.w_k(key).view(batch, m, self.h, self.d_k).transpose(1, 2)     # (batch, h, M, d_k)
-        v = self.w_v(value).view(batch, m, self.h, self.d_k).transpose(1, 2)   # (batch, h, M, d_v)
+        # project, then split into heads of d_k: (batch, L, heads * d_k) -> (batch, heads, L, d_k)
+        q = self.w_q(query).view(batch, n, self.h, self.d_k).transpose(1, 2)            # (batch, h, N, d_k)
+        k = self.w_k(key).view(batch, m, self.n_kv_heads, self.d_k).transpose(1, 2)     # (batch, n_kv, M, d_k)
+        v = self.w_v(value).view(batch, m, self.n_kv_heads, self.d_k).transpose(1, 2)   # (batch, n_kv, M, d_v)
+
+        if self.rotary is not None:                     # turn each q and k by its position (RoPE, lecture 2)
+            q, k = self.rotary(q, k, positions)
+        # (a KV cache would keep k and v from here: rotated once, and only n_kv heads of them)
+
+        if self.n_kv_heads != self.h:                   # GQA: K/V head j serves query heads j·g .. j·g + g - 1
+            group = self.h // self.n_kv_heads
+            k = k.repeat_interleave(group, dim=1)       # (batch, n_kv, M, d_k) -> (batch, h, M, d_k)
+            v = v.repeat_interleave(group, dim=1)       # (batch, n_kv, M, d_v) -> (batch, h, M, d_v)
 
         # all heads in one call; out: (batch, h, N, d_v), weights: (batch, h, N, M)
         out, weights = scaled_dot_product_attention(q, k, v, mask,
@@ -169,4 +207,5 @@ class MultiHeadAttention(nn.Module):
         return (out, weights) if need_weights else out
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, h={self.h}, d_k={self.d_k}, dropout={self.dropout}"
+        gqa = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.h else ""
+        return f"d_model={self.d_model}, h={self.h}, d_k={self.d_k}{gqa}, dropout={self.dropout}"

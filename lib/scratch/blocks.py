@@ -1,8 +1,11 @@
 """The transformer block: attention and a feed-forward network, each wrapped in Add & Norm (lecture 5).
 
-    LayerNorm      y = (x - mean) / sqrt(var + eps) · gamma + beta, per position over the d_model features
-    FeedForward    Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model), the same at every position
-    EncoderBlock   self-attention, Add & Norm, feed-forward, Add & Norm
+    LayerNorm          y = (x - mean) / sqrt(var + eps) · gamma + beta, per position over the d_model features
+    RMSNorm            y = x / sqrt(mean(x²) + eps) · gamma: LayerNorm without centring and without beta (Llama)
+    FeedForward        Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model), the same at every position
+    SwiGLUFeedForward  down(silu(gate(x)) · up(x)): a gated feed-forward network (Llama)
+    EncoderBlock       self-attention, Add & Norm, feed-forward, Add & Norm; with a causal mask also the
+                       block of decoder-only models (GPT-2, and Llama with norm="rmsnorm", ffn="swiglu")
     DecoderBlock   masked self-attention, Add & Norm, cross-attention to the encoder, Add & Norm, FFN, Add & Norm
 
 The residual stream: every sub-layer reads x and *adds* its result, x = x + f(x), so gradients reach
@@ -23,8 +26,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from scratch.attention import MultiHeadAttention
+from scratch.embeddings import RotaryEmbedding
 
-# name -> function; "gelu" is the exact x · Φ(x) (BERT), "gelu_tanh" its tanh approximation (GPT-2's gelu_new)
+# name -> function; "gelu" is the exact x · Φ(x) (BERT), "gelu_tanh" its tanh approximation (GPT-2's gelu_new).
+# SiLU (x · sigmoid(x), also called swish) is not listed: it lives inside SwiGLUFeedForward, its only user.
 ACTIVATIONS = {
     "relu": F.relu,
     "gelu": F.gelu,
@@ -75,6 +80,44 @@ class LayerNorm(nn.Module):
         return f"d_model={self.d_model}, eps={self.eps}"
 
 
+class RMSNorm(nn.Module):
+    """y = x / sqrt(mean(x²) + eps) · gamma, over the last dimension of x (..., d_model) (Llama, T5).
+
+    LayerNorm without subtracting the mean and without beta: only the scale (root mean square) of each
+    position is normalised, which is cheaper and works as well. gamma is called `weight` like
+    transformers' LlamaRMSNorm, so state dicts copy over. Like Llama, half-precision inputs are
+    normalised in float32 and cast back before the gain (float32 and float64 stay as they are).
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        if d_model < 1:
+            raise ValueError(f"d_model must be at least 1, got {d_model}")
+        if not eps > 0:
+            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
+        self.d_model, self.eps = d_model, eps
+        self.weight = nn.Parameter(torch.ones(d_model))   # gamma
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_features(x, self.d_model)
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))               # float16/bfloat16 -> float32
+        mean_square = x32.pow(2).mean(dim=-1, keepdim=True)                    # (..., 1)
+        return self.weight * (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, eps={self.eps}"
+
+
+NORMS = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
+
+
+def make_norm(norm: str, d_model: int, eps: float) -> nn.Module:
+    """LayerNorm or RMSNorm by name ("layernorm" | "rmsnorm")."""
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORMS)}")
+    return NORMS[norm](d_model, eps)
+
+
 class FeedForward(nn.Module):
     """FFN(x) = activation(x W_1 + b_1) W_2 + b_2, applied to every position separately.
 
@@ -103,6 +146,51 @@ class FeedForward(nn.Module):
         return f"activation={self.activation_name!r}"
 
 
+class SwiGLUFeedForward(nn.Module):
+    """FFN(x) = down(silu(gate(x)) · up(x)), position-wise like FeedForward (Shazeer 2020; Llama's LlamaMLP).
+
+    Two expansions to d_ff: `gate` goes through SiLU (x · sigmoid(x)) and then multiplies `up` element by
+    element, so the network decides per hidden unit how much of up(x) passes; `down` contracts to d_model.
+    Three matrices instead of two, so models using it pick d_ff ≈ 8/3 · d_model to keep the size of a
+    4 · d_model MLP. Names: gate, up, down = transformers' gate_proj, up_proj, down_proj (W, V, W_2 in
+    the paper; w1, w3, w2 in Meta's Llama code). No biases by default, as in Llama.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0):
+        super().__init__()
+        if d_model < 1 or d_ff < 1:
+            raise ValueError(f"d_model and d_ff must be at least 1, got d_model={d_model}, d_ff={d_ff}")
+        self.d_model, self.d_ff = d_model, d_ff
+        self.gate = nn.Linear(d_model, d_ff, bias=bias)   # (d_model -> d_ff), through SiLU: how much passes
+        self.up = nn.Linear(d_model, d_ff, bias=bias)     # (d_model -> d_ff), what passes
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.down = nn.Linear(d_ff, d_model, bias=bias)   # (d_ff -> d_model), contract
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (..., d_model) -> (..., d_model)."""
+        _check_features(x, self.d_model)
+        hidden = F.silu(self.gate(x)) * self.up(x)                             # (..., d_ff)
+        return self.down(self.dropout(hidden))
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, d_ff={self.d_ff}"
+
+
+FFNS = ("mlp", "swiglu")
+
+
+def make_ffn(ffn: str, d_model: int, d_ff: int, activation: str | None, dropout: float, bias: bool) -> nn.Module:
+    """FeedForward ("mlp", activation default "relu") or SwiGLUFeedForward ("swiglu", always SiLU)."""
+    if ffn == "mlp":
+        return FeedForward(d_model, d_ff, "relu" if activation is None else activation, dropout, bias)
+    if ffn == "swiglu":
+        if activation not in (None, "silu"):
+            raise ValueError(f"ffn='swiglu' always gates with SiLU; got activation={activation!r} "
+                             f"(leave it None, or use ffn='mlp')")
+        return SwiGLUFeedForward(d_model, d_ff, bias, dropout)
+    raise ValueError(f"unknown ffn {ffn!r}; choose one of {', '.join(FFNS)}")
+
+
 class EncoderBlock(nn.Module):
     """Self-attention, Add & Norm, feed-forward, Add & Norm.
 
@@ -110,29 +198,38 @@ class EncoderBlock(nn.Module):
     positions may look ahead, only the mask does.
     Dropout is applied where torch.nn.TransformerEncoderLayer applies it: to the attention weights, to
     each sub-layer's output before the residual addition, and inside the FFN after the activation.
+
+    Options for Llama-style blocks (defaults = the original block): norm "layernorm" | "rmsnorm",
+    ffn "mlp" | "swiglu" (activation only applies to "mlp"; default "relu"), and the attention's
+    n_kv_heads (grouped-query) and rotary (RoPE, see MultiHeadAttention). A pre-norm block with
+    norm="rmsnorm", ffn="swiglu", bias=False, n_kv_heads and rotary is transformers' LlamaDecoderLayer.
     """
 
-    def __init__(self, d_model: int, h: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
-                 norm_first: bool = False, eps: float = 1e-5, bias: bool = True):
+    def __init__(self, d_model: int, h: int, d_ff: int, dropout: float = 0.1, activation: str | None = None,
+                 norm_first: bool = False, eps: float = 1e-5, bias: bool = True, norm: str = "layernorm",
+                 ffn: str = "mlp", n_kv_heads: int | None = None, rotary: RotaryEmbedding | None = None):
         super().__init__()
         dropout = _check_dropout(dropout)
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
-        self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias)
-        self.norm1, self.norm2 = LayerNorm(d_model, eps), LayerNorm(d_model, eps)
+        self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout, n_kv_heads=n_kv_heads,
+                                            rotary=rotary)
+        self.ffn = make_ffn(ffn, d_model, d_ff, activation, dropout, bias)
+        self.norm1, self.norm2 = make_norm(norm, d_model, eps), make_norm(norm, d_model, eps)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False,
+                positions=None):
         """x: (batch, N, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, N, N)
         (causal_mask(N) for GPT, padding_mask(ids, pad_id) for BERT).
+        positions: the tokens' positions for a rotary attention (None = 0..N-1, or an int offset).
         Returns x (batch, N, d_model), and the attention weights (batch, h, N, N) too when need_weights.
         """
         if self.norm_first:   # pre-LN: x = x + f(norm(x))
-            attn, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=True)
+            attn, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=True, positions=positions)
             x = x + self.dropout1(attn)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:                 # post-LN: x = norm(x + f(x))
-            attn, weights = self.self_attn(x, mask=mask, need_weights=True)
+            attn, weights = self.self_attn(x, mask=mask, need_weights=True, positions=positions)
             x = self.norm1(x + self.dropout1(attn))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return (x, weights) if need_weights else x

@@ -4,6 +4,8 @@
                   stack -> logits. Sinusoidal positions, embeddings scaled by sqrt(d_model), tied output.
     GPT           decoder-only: token + learned position embeddings -> N pre-LN blocks with a causal mask
                   -> final LayerNorm -> LM head tied to the token embedding. `from_hf_gpt2` loads GPT-2.
+                  Options make it a Llama (RMSNorm, SwiGLU, rotary positions, grouped-query attention):
+                  `from_hf_llama` loads Llama-architecture models such as SmolLM2.
     Encoder       BERT: word + position + token-type embeddings -> LayerNorm -> N post-LN blocks, no mask
                   but padding. `from_hf_bert` loads a Hugging Face BertModel (e.g. MiniLM).
 
@@ -21,8 +23,8 @@ import torch
 from torch import nn
 
 from scratch.attention import causal_mask, padding_mask
-from scratch.blocks import DecoderBlock, EncoderBlock, LayerNorm
-from scratch.embeddings import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from scratch.blocks import DecoderBlock, EncoderBlock, LayerNorm, make_norm
+from scratch.embeddings import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
 
 
 # ---------------------------------------------------------------- input checks
@@ -225,6 +227,9 @@ class Transformer(nn.Module):
 
 # ---------------------------------------------------------------- GPT: decoder-only
 
+POSITIONALS = ("learned", "rotary")
+
+
 class GPT(nn.Module):
     """A GPT-2-style language model: logits for the next token at every position.
 
@@ -232,27 +237,50 @@ class GPT(nn.Module):
     to, so its "decoder block" is just masked self-attention and a feed-forward network.
     Initialised like GPT-2: N(0, 0.02²), with the projections into the residual stream (W^O and W_2)
     scaled down by 1/sqrt(2N) so the stream's variance does not grow with depth.
+
+    The defaults are GPT-2. Llama (and SmolLM2) changes four things, each an option here:
+        norm="rmsnorm"         RMSNorm instead of LayerNorm (in every block and at the end)
+        ffn="swiglu"           the gated SwiGLU feed-forward network instead of the GELU MLP
+        positional="rotary"    no position embedding added to the input: queries and keys are rotated by
+                               their positions in every attention layer (RoPE, base rope_base)
+        n_kv_heads             grouped-query attention: n_kv_heads key/value heads shared by the h query heads
+    and drops the biases (bias=False). `activation` is the MLP's non-linearity (default "gelu_tanh");
+    SwiGLU always uses SiLU.
     """
 
     def __init__(self, vocab_size: int, d_model: int, h: int, N: int, d_ff: int, max_len: int, dropout: float = 0.0,
-                 norm_first: bool = True, activation: str = "gelu_tanh", tie_embeddings: bool = True,
-                 bias: bool = True, eps: float = 1e-5):
+                 norm_first: bool = True, activation: str | None = None, tie_embeddings: bool = True,
+                 bias: bool = True, eps: float = 1e-5, norm: str = "layernorm", ffn: str = "mlp",
+                 positional: str = "learned", rope_base: float = 10000.0, n_kv_heads: int | None = None):
         super().__init__()
         self.vocab_size, self.max_len = _check_count(vocab_size, "vocab_size"), _check_count(max_len, "max_len")
         _check_count(N, "N")
+        if positional not in POSITIONALS:
+            raise ValueError(f"unknown positional {positional!r}; choose one of {', '.join(POSITIONALS)}")
+        if ffn == "mlp" and activation is None:
+            activation = "gelu_tanh"                                   # GPT-2's gelu_new
+        self.positional = positional
         self.tok_embed = nn.Embedding(vocab_size, d_model)
-        self.pos_embed = LearnedPositionalEmbedding(max_len, d_model)
+        if positional == "learned":
+            self.pos_embed = LearnedPositionalEmbedding(max_len, d_model)
+            rotary = None
+        else:                                                          # one cos/sin table shared by all layers
+            if h < 1 or d_model % h:
+                raise ValueError(f"d_model ({d_model}) must be divisible by the number of heads h ({h})")
+            self.pos_embed = None
+            rotary = RotaryEmbedding(d_model // h, max_len, rope_base)
         self.dropout = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(EncoderBlock(d_model, h, d_ff, dropout, activation, norm_first, eps, bias)
+        self.blocks = nn.ModuleList(EncoderBlock(d_model, h, d_ff, dropout, activation, norm_first, eps, bias,
+                                                 norm=norm, ffn=ffn, n_kv_heads=n_kv_heads, rotary=rotary)
                                     for _ in range(N))
-        self.norm = LayerNorm(d_model, eps) if norm_first else nn.Identity()
+        self.norm = make_norm(norm, d_model, eps) if norm_first else nn.Identity()
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
 
         for name, p in self.named_parameters():
             if name.endswith("bias"):
                 nn.init.zeros_(p)
             elif p.dim() > 1:
-                residual = name.endswith(("w_o.weight", "linear2.weight"))
+                residual = name.endswith(("w_o.weight", "linear2.weight", "down.weight"))
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * N) if residual else 0.02)
         if tie_embeddings:
             self.lm_head.weight = self.tok_embed.weight
@@ -262,7 +290,10 @@ class GPT(nn.Module):
         With need_weights also a list of N attention weights, each (batch, h, T, T)."""
         _check_ids(ids, self.vocab_size, self.max_len)
         mask = causal_mask(ids.shape[1], device=ids.device)           # (T, T): no peeking at the future
-        x = self.dropout(self.pos_embed(self.tok_embed(ids)))          # (batch, T, d_model)
+        x = self.tok_embed(ids)                                        # (batch, T, d_model)
+        if self.pos_embed is not None:                                 # rotary positions act inside attention
+            x = self.pos_embed(x)
+        x = self.dropout(x)
         weights = []
         for block in self.blocks:
             x, w = block(x, mask, need_weights=True)
@@ -336,6 +367,56 @@ class GPT(nn.Module):
         _copy_(model.norm.bias, transformer.ln_f.bias, "ln_f.bias")
         if not tied:
             _copy_(model.lm_head.weight, hf_model.lm_head.weight, "lm_head.weight")
+        return model.eval()
+
+
+    @classmethod
+    def from_hf_llama(cls, hf_model) -> GPT:
+        """A GPT with the weights of a Hugging Face LlamaForCausalLM (or LlamaModel), same logits: SmolLM2.
+
+        A Llama is this GPT with norm="rmsnorm", ffn="swiglu", positional="rotary", grouped-query
+        attention and no biases. The names map one to one: q_proj/k_proj/v_proj/o_proj -> w_q/w_k/w_v/w_o,
+        gate_proj/up_proj/down_proj -> gate/up/down, input_layernorm -> norm1,
+        post_attention_layernorm -> norm2, model.norm -> norm, embed_tokens -> tok_embed.
+        """
+        config = hf_model.config
+        if getattr(config, "model_type", None) != "llama":
+            raise ValueError(f"expected a Llama model, got model_type {getattr(config, 'model_type', None)!r}")
+        if config.hidden_act != "silu":
+            raise ValueError(f"only Llama's SiLU-gated MLP is supported, got hidden_act {config.hidden_act!r}")
+        if bool(config.attention_bias) != bool(config.mlp_bias):
+            raise ValueError("attention_bias and mlp_bias differ; this GPT has one `bias` switch for both")
+        d_model, h = config.hidden_size, config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or d_model // h
+        if head_dim * h != d_model:
+            raise ValueError(f"head_dim ({head_dim}) · num_attention_heads ({h}) must equal hidden_size "
+                             f"({d_model}), as d_k = d_model / h here")
+        # transformers 5 keeps RoPE's settings in config.rope_parameters; older versions in config.rope_theta
+        rope = getattr(config, "rope_parameters", None) or {}
+        if rope.get("rope_type", "default") != "default":
+            raise ValueError(f"only plain RoPE is supported, got rope_type {rope['rope_type']!r}")
+        rope_base = rope.get("rope_theta", getattr(config, "rope_theta", 10000.0))
+        llama = getattr(hf_model, "model", hf_model)                   # LlamaForCausalLM wraps a LlamaModel
+        tied = getattr(config, "tie_word_embeddings", True) or not hasattr(hf_model, "lm_head")
+        model = cls(vocab_size=config.vocab_size, d_model=d_model, h=h, N=config.num_hidden_layers,
+                    d_ff=config.intermediate_size, max_len=config.max_position_embeddings,
+                    dropout=config.attention_dropout, norm_first=True, tie_embeddings=tied,
+                    bias=bool(config.attention_bias), eps=config.rms_norm_eps, norm="rmsnorm", ffn="swiglu",
+                    positional="rotary", rope_base=rope_base, n_kv_heads=config.num_key_value_heads)
+        model.to(llama.embed_tokens.weight.dtype)
+        pairs = [(model.tok_embed, llama.embed_tokens), (model.norm, llama.norm)]
+        for block, layer in zip(model.blocks, llama.layers):
+            attn, mlp = layer.self_attn, layer.mlp
+            pairs += [(block.self_attn.w_q, attn.q_proj), (block.self_attn.w_k, attn.k_proj),
+                      (block.self_attn.w_v, attn.v_proj), (block.self_attn.w_o, attn.o_proj),
+                      (block.ffn.gate, mlp.gate_proj), (block.ffn.up, mlp.up_proj), (block.ffn.down, mlp.down_proj),
+                      (block.norm1, layer.input_layernorm), (block.norm2, layer.post_attention_layernorm)]
+        if not tied:
+            pairs.append((model.lm_head, hf_model.lm_head))
+        theirs_names = {module: name for name, module in hf_model.named_modules()}
+        for ours, theirs in pairs:
+            for key, param in ours.named_parameters():
+                _copy_(param, getattr(theirs, key), f"{theirs_names.get(theirs, '?')}.{key}")
         return model.eval()
 
 
