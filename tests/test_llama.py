@@ -13,13 +13,6 @@ from scratch.embeddings import RotaryEmbedding
 from scratch.models import GPT
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small models run faster on one thread than on a busy machine's two (less contention)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def randn(*shape, seed=0, dtype=torch.float32):

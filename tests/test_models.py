@@ -13,13 +13,6 @@ from scratch.models import GPT, Encoder, Transformer
 PAD, BOS, EOS = 0, 1, 2
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models train many times faster on one thread than on a busy machine's two (less contention)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def ids(*rows, pad=PAD):

@@ -12,13 +12,6 @@ from scratch.training import (History, default_loss, estimate_loss, lr_factor, p
 matplotlib.use("Agg")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models train many times faster on one thread than on a busy machine's two (less contention)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def tiny_gpt(seed=0):
