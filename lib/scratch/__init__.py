@@ -6,6 +6,7 @@
     blocks         LayerNorm, feed-forward, encoder and decoder blocks (lecture 5)
     models         Transformer (encoder-decoder), GPT (decoder-only), Encoder (BERT) (lectures 6-9)
     training       the training loop every lecture that trains uses
+    sampling       greedy, beam search, top-k, top-p, temperature; KV-cached generation (lecture 10)
     tasks          toy data: numbers English -> German, characters of Moby-Dick
     viz            attention heatmaps and positional-encoding plots
     assets         where the pretrained models and the data live: fetched from registries, verified

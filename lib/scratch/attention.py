@@ -1,10 +1,13 @@
 """Attention from scratch: scaled dot-product attention, its masks, and multi-head attention (lectures 3 and 4).
 
     scaled_dot_product_attention   softmax(Q K^T / sqrt(d_k)) V, returning the output and the weights
-    causal_mask                    (N, N) boolean: query i may attend to keys 0..i (decoders)
+    causal_mask                    (N, N) boolean: query i may attend to keys 0..i (decoders); (N, past + N)
+                                   when past positions are cached
     padding_mask                   (batch, 1, 1, M) boolean from token ids: no query attends to padding
     MultiHeadAttention             h heads in one batched computation: W^Q, W^K, W^V, split, attend, concat, W^O;
                                    optionally grouped-query (n_kv_heads < h) and rotary (RoPE), as in Llama
+    KVCache                        one self-attention layer's keys and values of the positions seen so far, so a
+                                   decoder generating token by token computes only the new token's (lecture 10)
 
 Masks follow torch's boolean `attn_mask` convention: True = this query MAY attend to this key.
 Notation: N queries, M keys, d_k the query/key size, d_v the value size, d_model the model width, h heads.
@@ -17,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scratch.embeddings import RotaryEmbedding
+from scratch.embeddings import RotaryEmbedding, apply_rotary
 
 
 # ---------------------------------------------------------------- input checks
@@ -41,7 +44,8 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     if k.shape[-2] == 0:
         raise ValueError("there are no keys (M = 0): every query's softmax would be over nothing")
     try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:   # (the equal case, the usual one, is cheap to see)
+            torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(f"the leading (batch/head) dims of q {tuple(q.shape)}, k {tuple(k.shape)} and "
                          f"v {tuple(v.shape)} do not broadcast") from None
@@ -88,11 +92,17 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     return weights @ v, weights                                 # (..., N, d_v), (..., N, M)
 
 
-def causal_mask(n: int, device=None) -> torch.Tensor:
-    """(n, n) boolean, True on and below the diagonal: position i sees positions 0..i, never the future."""
+def causal_mask(n: int, device=None, past: int = 0) -> torch.Tensor:
+    """(n, n) boolean, True on and below the diagonal: position i sees positions 0..i, never the future.
+
+    With past > 0 (decoding after `past` cached positions, lecture 10) the n queries are positions
+    past..past+n-1 and the keys are all past + n positions: (n, past + n), query i sees keys 0..past + i.
+    """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n (the sequence length) must be a positive int, got {n!r}")
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    if isinstance(past, bool) or not isinstance(past, int) or past < 0:
+        raise ValueError(f"past (the number of cached positions) must be an int >= 0, got {past!r}")
+    return torch.ones(n, past + n, dtype=torch.bool, device=device).tril(diagonal=past)
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
@@ -113,6 +123,49 @@ def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     return keep[:, None, None, :]                               # (batch, 1, 1, M)
 
 
+class KVCache:
+    """The keys and values one self-attention layer has computed so far: k (batch, n_kv_heads, M, d_k), v (batch,
+    n_kv_heads, M, d_v), M = the number of positions seen (lecture 10).
+
+    A decoder generates one token at a time, and in a causal model the keys and values of past positions never
+    change (a position only attends to earlier ones). So instead of recomputing them at every step, each layer
+    keeps them here and computes only the new token's: `append` concatenates along M and returns everything
+    for the attention. The keys are stored after RoPE (each is rotated once, by its own position) and, with
+    grouped-query attention, only the n_kv_heads heads (each shared by h / n_kv_heads query heads): the cache is
+    h / n_kv_heads times smaller than with ordinary multi-head attention.
+    Beam search reorders the rows when it reorders its beams: `reorder(index)`.
+    """
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        """M: the number of cached positions (0 when empty)."""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the keys and values of N new positions, (batch, n_kv_heads, N, d); return all M + N of them."""
+        if self.k is not None and (k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]
+                                   or v.shape[-1] != self.v.shape[-1]):
+            raise ValueError(f"the cache holds keys of shape (batch, heads, M, d_k) = {tuple(self.k.shape)}; "
+                             f"new keys {tuple(k.shape)} do not fit (same batch, heads and d_k needed)")
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            self.k, self.v = torch.cat([self.k, k], dim=-2), torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep the rows `index` (batch',) of the batch, in that order (beam search picks its beams' parents)."""
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+    def __repr__(self) -> str:
+        shape = None if self.k is None else tuple(self.k.shape)
+        return f"KVCache(positions={len(self)}, k shape={shape})"
+
+
 class MultiHeadAttention(nn.Module):
     """h attention heads computed at once: MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O.
 
@@ -127,6 +180,8 @@ class MultiHeadAttention(nn.Module):
       rotary       a RotaryEmbedding (d_head = d_k) that turns q and k by their positions after the head
                    split (self-attention only); forward's `positions` says which positions they are
                    (default 0..N-1; an int offset when the first token is not at position 0).
+    forward's `kv_cache` (a KVCache, self-attention only) makes the layer attend to the cached positions too and
+    adds the new keys and values to the cache (generation token by token, lecture 10).
     """
 
     def __init__(self, d_model: int, h: int, bias: bool = True, dropout: float = 0.0,
@@ -154,14 +209,18 @@ class MultiHeadAttention(nn.Module):
         self.rotary = rotary   # buffers only (cos/sin tables, not saved): no new state-dict keys
 
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None, value: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, need_weights: bool = False, positions=None):
+                mask: torch.Tensor | None = None, need_weights: bool = False, positions=None,
+                kv_cache: KVCache | None = None):
         """Self-attention when key and value are None; cross-attention otherwise (N queries, M keys).
 
         query: (batch, N, d_model); key, value: (batch, M, d_model) (value defaults to key).
         mask: boolean, True = may attend; (N, M), (batch, N, M) or broadcastable to (batch, h, N, M)
         (e.g. padding_mask's (batch, 1, 1, M)).
-        positions: only with rotary: the positions of the N tokens, None (0..N-1), an int offset
-        (offset..offset+N-1) or an integer tensor (N,) or (batch, N).
+        positions: only with rotary: the positions of the N tokens, None (0..N-1, or past..past+N-1 after
+        `past` cached positions), an int offset (offset..offset+N-1) or an integer tensor (N,) or (batch, N).
+        kv_cache: self-attention only: the N queries attend to the cache's `past` positions and to themselves,
+        M = past + N keys (the mask must then be (N, past + N), e.g. causal_mask(N, past=past)); the N new
+        keys and values are appended to the cache.
         Returns output (batch, N, d_model), and weights (batch, h, N, M) too when need_weights.
         """
         key = query if key is None else key
@@ -181,6 +240,13 @@ class MultiHeadAttention(nn.Module):
         if self.rotary is not None and key is not query:
             raise ValueError("rotary embeddings are for self-attention: queries and keys must be the same "
                              "tokens (call with key=None)")
+        if kv_cache is not None:
+            if not isinstance(kv_cache, KVCache):
+                raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
+            if key is not query:
+                raise ValueError("a KV cache is for self-attention: call with key=None")
+            if self.rotary is not None and positions is None:
+                positions = len(kv_cache)               # the new tokens come right after the cached ones
         if isinstance(mask, torch.Tensor) and mask.dim() == 3:
             mask = mask.unsqueeze(1)                    # (batch, N, M) -> (batch, 1, N, M): same for every head
 
@@ -190,21 +256,54 @@ class MultiHeadAttention(nn.Module):
         v = self.w_v(value).view(batch, m, self.n_kv_heads, self.d_k).transpose(1, 2)   # (batch, n_kv, M, d_v)
 
         if self.rotary is not None:                     # turn each q and k by its position (RoPE, lecture 2)
-            q, k = self.rotary(q, k, positions)
-        # (a KV cache would keep k and v from here: rotated once, and only n_kv heads of them)
+            q, k = self._rotate(q, k, positions)
+        if kv_cache is not None:                        # the past's keys and values, rotated once, n_kv heads only
+            k, v = kv_cache.append(k, v)                # (batch, n_kv, past + N, d_k), (batch, n_kv, past + N, d_v)
 
-        if self.n_kv_heads != self.h:                   # GQA: K/V head j serves query heads j·g .. j·g + g - 1
-            group = self.h // self.n_kv_heads
-            k = k.repeat_interleave(group, dim=1)       # (batch, n_kv, M, d_k) -> (batch, h, M, d_k)
-            v = v.repeat_interleave(group, dim=1)       # (batch, n_kv, M, d_v) -> (batch, h, M, d_v)
+        group = self.h // self.n_kv_heads
+        if group > 1:   # GQA: K/V head j serves the g = h / n_kv query heads j·g .. j·g + g - 1. Rather than copy
+            # each K/V head g times, stack its g query heads' N queries as g·N rows that all attend to it
+            m = k.shape[-2]
+            q = q.reshape(batch, self.n_kv_heads, group * n, self.d_k)          # (batch, n_kv, g·N, d_k)
+            mask = self._group_mask(mask, group, n)                             # rows as in q
 
         # all heads in one call; out: (batch, h, N, d_v), weights: (batch, h, N, M)
         out, weights = scaled_dot_product_attention(q, k, v, mask,
                                                     dropout_p=self.dropout if self.training else 0.0)
+        if group > 1:                                   # (batch, n_kv, g·N, ·) -> (batch, h, N, ·)
+            out, weights = out.view(batch, self.h, n, self.d_k), weights.view(batch, self.h, n, m)
 
         # concatenate the heads back: (batch, h, N, d_v) -> (batch, N, h * d_v = d_model), then W^O
         out = self.w_o(out.transpose(1, 2).reshape(batch, n, self.d_model))    # (batch, N, d_model)
         return (out, weights) if need_weights else out
+
+    def _group_mask(self, mask: torch.Tensor | None, group: int, n: int) -> torch.Tensor | None:
+        """A mask broadcastable to (batch, h, N, M) -> one broadcastable to (batch, n_kv, g·N, M), whose rows are
+        the g query heads' N queries of each K/V head (see forward)."""
+        if not isinstance(mask, torch.Tensor) or mask.dim() > 4:
+            return mask                                 # not a mask: scaled_dot_product_attention says why
+        mask = mask[(None,) * (4 - mask.dim())]         # (B, H, N', M) with H in {1, h}, N' in {1, N}
+        heads, rows = mask.shape[1], mask.shape[2]
+        if heads not in (1, self.h) or rows not in (1, n):
+            raise ValueError(f"mask of shape {tuple(mask.shape)} is not broadcastable to the attention scores "
+                             f"(batch, h={self.h}, N={n}, M)")
+        if heads == 1 and rows == 1:
+            return mask                                 # the same for every query of every head
+        kv_heads = self.n_kv_heads if heads == self.h else 1
+        mask = mask.reshape(mask.shape[0], kv_heads, heads // kv_heads, rows, mask.shape[-1])
+        return mask.expand(-1, -1, group, n, -1).reshape(mask.shape[0], kv_heads, group * n, mask.shape[-1])
+
+    def _rotate(self, q: torch.Tensor, k: torch.Tensor, positions) -> tuple[torch.Tensor, torch.Tensor]:
+        """RoPE on q and k. When all tokens share one offset (always so when generating with a KV cache, one
+        token per step), one slice of the cos/sin tables serves q and k: the same numbers as RotaryEmbedding's
+        general path (any positions, per-row tensors), with a few operations instead of a dozen per layer."""
+        offset = 0 if positions is None else positions
+        n = q.shape[-2]
+        if type(offset) is not int or offset < 0 or offset + n > self.rotary.max_len:
+            return self.rotary(q, k, positions)          # tensors of positions, and the error messages
+        cos = self.rotary.cos_cached[offset:offset + n].to(q.dtype)          # (N, d_k)
+        sin = self.rotary.sin_cached[offset:offset + n].to(q.dtype)
+        return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
 
     def extra_repr(self) -> str:
         gqa = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.h else ""

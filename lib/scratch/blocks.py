@@ -218,18 +218,22 @@ class EncoderBlock(nn.Module):
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False,
-                positions=None):
+                positions=None, kv_cache=None):
         """x: (batch, N, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, N, N)
         (causal_mask(N) for GPT, padding_mask(ids, pad_id) for BERT).
         positions: the tokens' positions for a rotary attention (None = 0..N-1, or an int offset).
-        Returns x (batch, N, d_model), and the attention weights (batch, h, N, N) too when need_weights.
+        kv_cache: a scratch.attention.KVCache for the self-attention (generation, lecture 10): x holds only the
+        N new positions, the keys are past + N and mask is (N, past + N); the cache grows by N.
+        Returns x (batch, N, d_model), and the attention weights (batch, h, N, M) too when need_weights
+        (M = N, or past + N with a cache).
         """
         if self.norm_first:   # pre-LN: x = x + f(norm(x))
-            attn, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=True, positions=positions)
+            attn, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=True, positions=positions,
+                                           kv_cache=kv_cache)
             x = x + self.dropout1(attn)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:                 # post-LN: x = norm(x + f(x))
-            attn, weights = self.self_attn(x, mask=mask, need_weights=True, positions=positions)
+            attn, weights = self.self_attn(x, mask=mask, need_weights=True, positions=positions, kv_cache=kv_cache)
             x = self.norm1(x + self.dropout1(attn))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return (x, weights) if need_weights else x

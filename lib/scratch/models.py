@@ -5,7 +5,8 @@
     GPT           decoder-only: token + learned position embeddings -> N pre-LN blocks with a causal mask
                   -> final LayerNorm -> LM head tied to the token embedding. `from_hf_gpt2` loads GPT-2.
                   Options make it a Llama (RMSNorm, SwiGLU, rotary positions, grouped-query attention):
-                  `from_hf_llama` loads Llama-architecture models such as SmolLM2.
+                  `from_hf_llama` loads Llama-architecture models such as SmolLM2. forward(ids, kv_cache=...)
+                  computes only new positions, attending to the cached keys and values of the past (lecture 10).
     Encoder       BERT: word + position + token-type embeddings -> LayerNorm -> N post-LN blocks, no mask
                   but padding. `from_hf_bert` loads a Hugging Face BertModel (e.g. MiniLM).
 
@@ -22,7 +23,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from scratch.attention import causal_mask, padding_mask
+from scratch.attention import KVCache, causal_mask, padding_mask
 from scratch.blocks import DecoderBlock, EncoderBlock, LayerNorm, make_norm
 from scratch.embeddings import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
 
@@ -246,6 +247,13 @@ class GPT(nn.Module):
         n_kv_heads             grouped-query attention: n_kv_heads key/value heads shared by the h query heads
     and drops the biases (bias=False). `activation` is the MLP's non-linearity (default "gelu_tanh");
     SwiGLU always uses SiLU.
+
+    Generating with a KV cache (lecture 10): every layer keeps the keys and values of the positions it has
+    seen, so each step feeds only the new token:
+
+        cache = model.new_kv_cache()                 # one empty KVCache per block
+        logits = model(prompt, kv_cache=cache)       # (batch, T, V); the cache now holds T positions
+        logits = model(next_ids, kv_cache=cache)     # next_ids (batch, 1) is position T; the cache grows to T + 1
     """
 
     def __init__(self, vocab_size: int, d_model: int, h: int, N: int, d_ff: int, max_len: int, dropout: float = 0.0,
@@ -285,21 +293,60 @@ class GPT(nn.Module):
         if tie_embeddings:
             self.lm_head.weight = self.tok_embed.weight
 
-    def forward(self, ids: torch.Tensor, need_weights: bool = False):
+    def new_kv_cache(self) -> list[KVCache]:
+        """An empty cache for forward's kv_cache: one KVCache per block."""
+        return [KVCache() for _ in self.blocks]
+
+    def forward(self, ids: torch.Tensor, need_weights: bool = False, kv_cache: list[KVCache] | None = None,
+                last_only: bool = False):
         """ids: (batch, T) -> logits (batch, T, V); position t scores the token at t + 1.
-        With need_weights also a list of N attention weights, each (batch, h, T, T)."""
+        With need_weights also a list of N attention weights, each (batch, h, T, T).
+        last_only: logits (batch, 1, V) of the last position only, all generation needs (the output layer
+        is the model's largest matrix: no need to apply it T times).
+
+        kv_cache (from new_kv_cache()): ids are the T tokens that follow the `past` positions already in the
+        cache, at positions past..past+T-1 (the learned position embedding starts at offset past, rotary
+        turns by these positions); they attend to the cached keys and values and to themselves, and every
+        layer appends their keys and values to its cache. The logits equal those of the full sequence's
+        last T positions; the attention weights are (batch, h, T, past + T).
+        """
         _check_ids(ids, self.vocab_size, self.max_len)
-        mask = causal_mask(ids.shape[1], device=ids.device)           # (T, T): no peeking at the future
+        past = self._check_kv_cache(kv_cache, ids)
+        if past + ids.shape[1] > self.max_len:
+            raise ValueError(f"too long: {past} cached positions + {ids.shape[1]} new tokens exceed the model's "
+                             f"max_len = {self.max_len} positions")
+        # (T, past + T): no peeking at the future; one new token may see everything, so no mask at all
+        t = ids.shape[1]
+        mask = None if past and t == 1 else causal_mask(t, device=ids.device, past=past)
         x = self.tok_embed(ids)                                        # (batch, T, d_model)
         if self.pos_embed is not None:                                 # rotary positions act inside attention
-            x = self.pos_embed(x)
+            x = self.pos_embed(x, offset=past)
         x = self.dropout(x)
         weights = []
-        for block in self.blocks:
-            x, w = block(x, mask, need_weights=True)
+        for i, block in enumerate(self.blocks):
+            layer_cache = None if kv_cache is None else kv_cache[i]
+            positions = past if kv_cache is not None and self.pos_embed is None else None
+            x, w = block(x, mask, need_weights=True, positions=positions, kv_cache=layer_cache)
             weights.append(w)
+        if last_only:
+            x = x[:, -1:]                                              # (batch, 1, d_model)
         logits = self.lm_head(self.norm(x))                            # (batch, T, V): h E^T
         return (logits, weights) if need_weights else logits
+
+    def _check_kv_cache(self, kv_cache, ids) -> int:
+        """The number of cached positions (0 without a cache); the cache must fit the model and the batch."""
+        if kv_cache is None:
+            return 0
+        if not isinstance(kv_cache, (list, tuple)) or len(kv_cache) != len(self.blocks) \
+                or not all(isinstance(c, KVCache) for c in kv_cache):
+            raise TypeError(f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block), as "
+                            f"model.new_kv_cache() makes")
+        past = len(kv_cache[0])
+        if any(len(c) != past for c in kv_cache):
+            raise ValueError(f"the layers' caches hold different numbers of positions: {[len(c) for c in kv_cache]}")
+        if past and isinstance(ids, torch.Tensor) and kv_cache[0].k.shape[0] != ids.shape[0]:
+            raise ValueError(f"the cache holds a batch of {kv_cache[0].k.shape[0]} rows, ids has {ids.shape[0]}")
+        return past
 
     def generate(self, ids: torch.Tensor, max_new_tokens: int, eos_id: int | None = None) -> torch.Tensor:
         """Greedy continuation: append the most probable next token max_new_tokens times.
@@ -307,6 +354,8 @@ class GPT(nn.Module):
         ids: (batch, T) prompt -> (batch, T + n) with n <= max_new_tokens. The model sees at most its last
         max_len tokens. With eos_id, a row that emitted EOS is continued with EOS, and the loop stops
         once every row has. Runs in eval mode without gradients (and restores the previous mode).
+        It recomputes the whole context every step; scratch.sampling.generate (lecture 10) uses the KV cache
+        and also samples and searches beams.
         """
         _check_ids(ids, self.vocab_size, float("inf"))
         max_new_tokens = _check_count(max_new_tokens, "max_new_tokens", minimum=0)
