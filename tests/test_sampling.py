@@ -18,15 +18,6 @@ from scratch.sampling import apply_temperature, distinct_n, generate, process_lo
     top_p_filter
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small models, and one token at a time, run faster on one thread than on a busy machine's two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def hf_generate(model, prompt, max_new_tokens, **kwargs):
     """transformers' generate on an unpadded prompt; eos_token_id=None unless given (no early stop)."""
     kwargs.setdefault("eos_token_id", None)
