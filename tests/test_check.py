@@ -1,0 +1,60 @@
+"""`python -m scratch.check`: one OK/FAIL line per pinned package and asset, a fix for each FAIL,
+and nothing fetched while checking."""
+import subprocess
+import sys
+
+from scratch import assets, check
+
+
+def test_reads_every_pin_of_requirements(tmp_path):
+    req = tmp_path / "requirements.txt"
+    req.write_text("# comment\ntorch==2.13.0\nnumpy==2.4.6  # why\n\n-e .\nfoo[extra]==1.0\n")
+    assert check.pinned_packages(req) == {"torch": "2.13.0", "numpy": "2.4.6", "foo": "1.0"}
+    assert "torch" in check.pinned_packages() and len(check.pinned_packages()) >= 20
+
+
+def test_package_versions_against_pins():
+    ok, what, _ = check.check_package("pytest", __import__("pytest").__version__)
+    assert ok and "pytest" in what
+    ok, what, fix = check.check_package("pytest", "0.0.1")
+    assert not ok and "pinned 0.0.1" in what and "pip install -r requirements.txt" in fix
+    ok, what, fix = check.check_package("no-such-package-here", "1.0")
+    assert not ok and "not installed" in what and fix
+
+
+def test_local_build_tag_is_the_same_release(monkeypatch):
+    monkeypatch.setattr(check.importlib.metadata, "version", lambda name: "2.13.0+cpu")
+    assert check.check_package("torch", "2.13.0")[0]
+
+
+def test_missing_asset_is_reported_not_fetched(tmp_path, monkeypatch):
+    monkeypatch.setattr(assets, "ASSET_DIR", tmp_path)
+    fetched = []
+    monkeypatch.setattr(assets, "_fetch_npm", lambda pkg: fetched.append(pkg))
+    ok, what, fix = check.check_asset("moby-dick")
+    assert not ok and "not fetched" in what and "scratch.assets" in fix
+    assert fetched == [] and list(tmp_path.iterdir()) == []
+
+
+def test_broken_checkpoint_is_a_fail(tmp_path, monkeypatch):
+    monkeypatch.setattr(assets, "CHECKPOINT_DIR", tmp_path)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "model.safetensors").write_bytes(b"not a safetensors file")
+    ok, what, fix = check.check_checkpoint("broken")
+    assert not ok and "not a safetensors file" in what and "git checkout" in fix
+
+
+def test_main_lists_every_package_and_asset_and_fails_on_a_fail(monkeypatch, capsys):
+    monkeypatch.setattr(check, "pinned_packages", lambda: {"pytest": "0.0.1"})
+    assert check.main() == 1
+    out = capsys.readouterr().out
+    assert "FAIL  pytest" in out and "fix: make setup" in out
+    for key in assets.all_assets():
+        assert f"asset {key}" in out
+
+
+def test_runs_as_a_module():
+    result = subprocess.run([sys.executable, "-m", "scratch.check"], capture_output=True, text=True)
+    assert "OK" in result.stdout and "torch" in result.stdout and "asset minilm" in result.stdout
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    assert result.returncode == (1 if failed else 0)
