@@ -137,3 +137,94 @@ def test_moby_dick_dataset():
     assert data.decode(data.train_data[:16]) == "Call me Ishmael."
     x, y = data.get_batch("val", 2, 64, torch.Generator().manual_seed(0))
     assert x.shape == (2, 64) and int(x.max()) < data.vocab_size
+
+
+# ---------------------------------------------------------------- text-to-text tasks (lecture 9)
+
+import random  # noqa: E402
+
+from scratch.tasks import (TEXT_TO_TEXT_TASKS, exact_match, is_held_out, task_of, task_prefix,  # noqa: E402
+                           text_to_text_dataset, text_to_text_example)
+
+
+def test_text_to_text_examples_are_right():
+    rng = random.Random(0)
+    number_of = {english_number(n): n for n in range(10000)}
+    for _ in range(200):
+        source, target = text_to_text_example("translate English to German", rng, max_number=9999)
+        assert german_number(number_of[source.removeprefix("translate English to German: ")]) == target
+        source, target = text_to_text_example("translate German to English", rng, max_number=9999)
+        assert german_number(number_of[target]) == source.removeprefix("translate German to English: ")
+        source, target = text_to_text_example("reverse", rng)
+        assert target.split() == source.removeprefix("reverse: ").split()[::-1]
+        source, target = text_to_text_example("sort", rng)
+        numbers = [int(x) for x in source.removeprefix("sort: ").split()]
+        assert [int(x) for x in target.split()] == sorted(numbers) and 3 <= len(numbers) <= 7
+    assert text_to_text_example("translate German to English", random.Random(1), max_number=21)[0] in {
+        f"translate German to English: {german_number(n)}" for n in range(22)}
+
+
+def test_translation_directions_agree_and_prefix_names_the_task():
+    pairs = text_to_text_dataset(50, "train", seed=3, tasks=["translate English to German"])
+    back = {g: e.removeprefix("translate English to German: ") for e, g in pairs}
+    for source, target in text_to_text_dataset(50, "train", seed=3, tasks=["translate German to English"]):
+        german = source.removeprefix("translate German to English: ")
+        assert back.get(german, target) == target
+    for task in TEXT_TO_TEXT_TASKS:
+        assert task_of(task_prefix(task) + "x y") == task
+
+
+def test_text_to_text_held_out_is_disjoint_from_train():
+    train = text_to_text_dataset(2000, "train", seed=0, max_number=9999)
+    test = text_to_text_dataset(60, "test", seed=0, max_number=9999)
+    assert len(test) == 4 * 60 and len({s for s, _ in test}) == len(test)
+
+    def key(source, target):  # the canonical input the held-out rule hashes
+        task = task_of(source)
+        if task == "sort":
+            return "sort", target
+        if task.startswith("translate"):
+            english = source if task == "translate English to German" else target
+            return "number", english.removeprefix("translate English to German: ")
+        return task, source
+
+    train_keys = {key(s, t) for s, t in train}
+    # the English words stand for the number: both translation directions share one split
+    test_keys = {key(s, t) for s, t in test}
+    assert not train_keys & test_keys
+    assert all(is_held_out(t) for s, t in test if task_of(s) == "sort")
+    assert not any(is_held_out(t) for s, t in train if task_of(s) == "sort")
+    assert 0.05 < sum(is_held_out(str(n)) for n in range(10000)) / 10000 < 0.15  # about 1 in 10
+
+
+def test_text_to_text_dataset_is_deterministic():
+    assert text_to_text_dataset(20, "test", seed=5) == text_to_text_dataset(20, "test", seed=5)
+    assert text_to_text_dataset(20, "test", seed=5) != text_to_text_dataset(20, "test", seed=6)
+
+
+def test_exact_match():
+    assert exact_match(["a b", "c", "d "], ["a b", "x", "d"]) == pytest.approx(2 / 3)
+
+
+def test_text_to_text_bad_input():
+    rng = random.Random(0)
+    with pytest.raises(ValueError, match="unknown task 'summarize'"):
+        text_to_text_example("summarize", rng)
+    with pytest.raises(ValueError, match="unknown task 'translate English to French'"):
+        text_to_text_dataset(3, tasks=["translate English to French"])
+    with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
+        text_to_text_example("sort", rng, split="val")
+    with pytest.raises(TypeError, match="rng must be a random.Random"):
+        text_to_text_example("sort", 0)
+    with pytest.raises(ValueError, match="n_per_task must be >= 1"):
+        text_to_text_dataset(0)
+    with pytest.raises(TypeError, match="list of task names"):
+        text_to_text_dataset(3, tasks="sort")
+    with pytest.raises(ValueError, match="fewer than 50 distinct test inputs"):
+        text_to_text_dataset(50, "test", tasks=["translate English to German"], max_number=99)
+    with pytest.raises(ValueError, match="no known task prefix"):
+        task_of("can you sort these numbers? 3 1 2")
+    with pytest.raises(ValueError, match="as many predictions as targets"):
+        exact_match(["a"], ["a", "b"])
+    with pytest.raises(ValueError, match="as many predictions as targets"):
+        exact_match([], [])

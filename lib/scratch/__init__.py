@@ -7,9 +7,10 @@
     models         Transformer (encoder-decoder), GPT (decoder-only), Encoder (BERT) (lectures 6-9)
     training       the training loop every lecture that trains uses
     sampling       greedy, beam search, top-k, top-p, temperature; KV-cached generation (lecture 10)
-    tasks          toy data: numbers English -> German, characters of Moby-Dick
+    tasks          toy data: numbers English -> German, characters of Moby-Dick; T5's text-to-text tasks (lecture 9)
     viz            attention heatmaps and positional-encoding plots
     assets         where the pretrained models and the data live: fetched from registries, verified
+    check          is this machine ready? OK/FAIL per package and asset (`python -m scratch.check`)
 """
 import os
 import sys

@@ -5,6 +5,7 @@
     Vocabulary                      token <-> id, with <pad> = 0, <bos> = 1, <eos> = 2
     number_translation_dataset      English -> German number words as padded id tensors, train/test disjoint
     CharDataset, moby_dick_dataset  a text as characters, a train/val split, random (x, y) windows
+    text_to_text_example/_dataset   prefixed string -> string tasks for T5 (lecture 9): translate, reverse, sort
 
 Why numbers: translating them needs real reordering (German says the units before the tens,
 "three-and-twenty"), a few irregular words (elf, zwölf, sechzehn, siebzehn, dreißig, "eins" vs "ein"),
@@ -16,6 +17,8 @@ German is tokenised into morphemes, so the German word is exactly the concatenat
 from __future__ import annotations
 
 import operator
+import random
+import zlib
 from dataclasses import dataclass
 
 import torch
@@ -271,3 +274,150 @@ class CharDataset:
 def moby_dick_dataset(val_fraction: float = 0.1) -> CharDataset:
     """Moby-Dick as characters; the last val_fraction of the novel is the validation split."""
     return CharDataset(assets.moby_dick_text(), val_fraction)
+
+
+# ---------------------------------------------------------------- text-to-text tasks (lecture 9, T5)
+#
+# T5 reads a string and writes a string; the task is named by a prefix in the input. Four toy tasks whose
+# right answer is known for every input, so exact match on held-out inputs measures what a model learned:
+#
+#   "translate English to German: twenty-three"   ->  "dreiundzwanzig"
+#   "translate German to English: dreiundzwanzig" ->  "twenty-three"
+#   "reverse: k d a x"                            ->  "x a d k"        (letters)
+#   "sort: 42 7 19"                               ->  "7 19 42"        (numbers 0..99, ascending)
+#
+# Held-out inputs are fixed by a hash of their content, not by a seed: a number (in either translation
+# direction) or a letter sequence is held out if crc32 of its text is 0 mod 10; a sort input if crc32 of its
+# numbers *in sorted order* is, so no permutation of a held-out input is ever trained on.
+
+TEXT_TO_TEXT_TASKS = ("translate English to German", "translate German to English", "reverse", "sort")
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+HELD_OUT_MODULUS = 10  # 1 in 10 inputs is held out
+
+
+def _check_task(task: str) -> str:
+    if task not in TEXT_TO_TEXT_TASKS:
+        raise ValueError(f"unknown task {task!r}; known tasks: {', '.join(map(repr, TEXT_TO_TEXT_TASKS))}")
+    return task
+
+
+def _check_split(split: str) -> str:
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    return split
+
+
+def is_held_out(key: str) -> bool:
+    """Whether an input (its canonical text) belongs to the test split: a fixed hash, the same on any machine."""
+    return zlib.crc32(key.encode("utf-8")) % HELD_OUT_MODULUS == 0
+
+
+def task_prefix(task: str) -> str:
+    """"reverse" -> "reverse: " (what T5 puts in front of every input of the task)."""
+    return _check_task(task) + ": "
+
+
+def task_of(source: str) -> str:
+    """The task a prefixed source names: "sort: 3 1" -> "sort"; ValueError if it names none."""
+    for task in TEXT_TO_TEXT_TASKS:
+        if source.startswith(task + ": "):
+            return task
+    raise ValueError(f"{source[:40]!r} starts with no known task prefix "
+                     f"({', '.join(repr(t + ': ') for t in TEXT_TO_TEXT_TASKS)})")
+
+
+def text_to_text_example(task: str, rng: random.Random, split: str = "train",
+                         max_number: int = MAX_NUMBER) -> tuple[str, str]:
+    """One (source, target) pair of a task, source = prefix + input, drawn with `rng` from `split`.
+
+    Translations use numbers 0..max_number, the number of digits uniform (short numbers are as common as
+    long ones); "reverse" 3..8 lowercase letters; "sort" 3..7 numbers 0..99.
+    """
+    _check_task(task)
+    _check_split(split)
+    max_number = _check_number(max_number)
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
+    want_test = split == "test"
+    while True:  # draw until the input falls in the wanted split (1 in 10 for test: a few draws)
+        if task.startswith("translate"):
+            digits = rng.randint(1, len(str(max_number)))  # as many 2-digit as 6-digit numbers
+            n = rng.randint(0 if digits == 1 else 10 ** (digits - 1), min(10 ** digits - 1, max_number))
+            key = str(n)
+            english, german = english_number(n), german_number(n)
+            source, target = (english, german) if task == "translate English to German" else (german, english)
+        elif task == "reverse":
+            letters = rng.choices(LETTERS, k=rng.randint(3, 8))
+            key = source = " ".join(letters)
+            target = " ".join(reversed(letters))
+        else:  # sort
+            numbers = [rng.randint(0, 99) for _ in range(rng.randint(3, 7))]
+            source = " ".join(map(str, numbers))
+            key = target = " ".join(map(str, sorted(numbers)))
+        if is_held_out(key) == want_test:
+            return task_prefix(task) + source, target
+
+
+def text_to_text_dataset(n_per_task: int, split: str = "train", seed: int = 0, tasks=TEXT_TO_TEXT_TASKS,
+                         max_number: int = MAX_NUMBER) -> list[tuple[str, str]]:
+    """n_per_task distinct (source, target) pairs of every task in `tasks`, task after task, from `split`."""
+    n_per_task = operator.index(n_per_task)
+    if n_per_task < 1:
+        raise ValueError(f"n_per_task must be >= 1, got {n_per_task}")
+    if isinstance(tasks, str):
+        raise TypeError("tasks must be a list of task names, not one string")
+    rng = random.Random(seed)
+    pairs = []
+    for task in tasks:
+        _check_task(task)
+        seen = set()
+        for _ in range(100 * n_per_task):
+            pair = text_to_text_example(task, rng, split, max_number)
+            if pair[0] not in seen:
+                seen.add(pair[0])
+                pairs.append(pair)
+            if len(seen) == n_per_task:
+                break
+        else:
+            raise ValueError(f"task {task!r} has fewer than {n_per_task} distinct {split} inputs")
+    return pairs
+
+
+def exact_match(predictions: list[str], targets: list[str]) -> float:
+    """The fraction of predictions equal to their target, character for character (after strip())."""
+    if len(predictions) != len(targets) or not targets:
+        raise ValueError(f"need as many predictions as targets, and at least one; got {len(predictions)} "
+                         f"and {len(targets)}")
+    return sum(p.strip() == t.strip() for p, t in zip(predictions, targets)) / len(targets)
+
+
+def load_tiny_t5():
+    """The course's small T5 (data/checkpoints/tiny-t5, trained on the four tasks above): (model, tokenizer)."""
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    folder = assets.checkpoint_dir("tiny-t5")
+    model = T5ForConditionalGeneration.from_pretrained(folder, use_safetensors=True).eval()
+    return model, AutoTokenizer.from_pretrained(folder)
+
+
+@torch.no_grad()
+def text_to_text_generate(model, tokenizer, sources: list[str], batch_size: int = 256,
+                          max_new_tokens: int = 48) -> list[str]:
+    """Greedy answers of an encoder-decoder (e.g. T5) to a list of source strings, in batches."""
+    answers = []
+    for start in range(0, len(sources), batch_size):
+        batch = tokenizer(list(sources[start:start + batch_size]), return_tensors="pt", padding=True)
+        out = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=max_new_tokens)
+        answers += tokenizer.batch_decode(out, skip_special_tokens=True)
+    return answers
+
+
+def text_to_text_accuracy(model, tokenizer, pairs: list[tuple[str, str]], batch_size: int = 256) -> dict[str, float]:
+    """Exact match of greedy answers per task (the task read from each source's prefix)."""
+    predictions = text_to_text_generate(model, tokenizer, [s for s, _ in pairs], batch_size)
+    by_task: dict[str, tuple[list, list]] = {}
+    for (source, target), prediction in zip(pairs, predictions):
+        p, t = by_task.setdefault(task_of(source), ([], []))
+        p.append(prediction)
+        t.append(target)
+    return {task: exact_match(p, t) for task, (p, t) in by_task.items()}
