@@ -91,3 +91,19 @@ def test_checksum_mismatch_is_refused(tmp_path, monkeypatch):
 def test_unknown_asset_is_a_key_error():
     with pytest.raises(KeyError, match="unknown asset 'gpt2-weights'"):
         assets.verify("gpt2-weights")
+
+
+def test_spam_emails_are_labelled_bodies_without_headers():
+    emails = assets.spam_emails()
+    assert len(emails) == 6046
+    counts = {label: sum(e["label"] == label for e in emails) for label in (0, 1)}
+    assert counts == {0: 2500 + 1400 + 250, 1: 500 + 1396}
+    assert {e["group"] for e in emails} == set(assets.SPAM_GROUPS)
+    assert all(e["label"] == assets.SPAM_GROUPS[e["group"]] for e in emails)
+    first = emails[0]
+    assert first["group"] == "easy-ham-1" and first["subject"] == "Re: New Sequences Window"
+    # headers are gone (the raw first e-mail starts "From exmh-workers-admin@redhat.com ... Return-Path: ...");
+    # the odd body that starts with headers is a forwarded or bounced message, quoted whole
+    assert not first["text"].startswith("From exmh") and "Return-Path:" not in first["text"]
+    assert sum(e["text"].startswith(("Received:", "Return-Path:")) for e in emails) <= 5
+    assert sum(bool(e["text"]) for e in emails) > 6000

