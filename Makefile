@@ -16,7 +16,7 @@ LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup assets lab test unit outputs student book check clean
+.PHONY: setup assets chromium lab test unit outputs student book check clean
 
 $(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11, found " + sys.version.split()[0] + "; run: make PYTHON=/path/to/python3.11"'
@@ -32,7 +32,23 @@ $(ASSETS): $(STAMP) lib/scratch/assets.py
 	$(BIN)/python -m scratch.assets
 	touch $@
 
-setup: $(STAMP) $(ASSETS)
+setup: $(STAMP) $(ASSETS) chromium
+
+# The book's browser test (tests/test_book.py) drives the system's Chromium. Install it where apt-get
+# exists (Debian/Ubuntu, CI; sudo -n: never stops to ask for a password); elsewhere print how.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Chromium for the book's browser test: $(SUDO) apt-get install -y chromium"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; } \
+	  || echo "note: could not install Chromium; run: sudo apt-get install -y chromium (tests/test_book.py skips without it)"; \
+	else \
+	  echo "note: Chromium not found, so tests/test_book.py will skip; install Chromium and put it on PATH" \
+	       "(or set CHROMIUM=/path/to/chromium)"; \
+	fi
+
 assets: $(ASSETS)
 
 lab: setup
