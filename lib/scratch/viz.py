@@ -170,7 +170,7 @@ def show_bertviz(view: str, attention, tokens, sentence_b_start: int | None = No
     page = bertviz_html(view, attention, tokens, sentence_b_start, **view_kwargs)
     if height is None:
         n, layers = len(tokens), len(attention)
-        height = 110 + 22 * n if view == "head" else 60 + 90 * layers
+        height = 110 + 22 * n if view == "head" else 80 + 100 * layers  # the model view needs ~664 px for 6 layers
     frame = (f'<iframe srcdoc="{html.escape(page, quote=True)}" '
              f'style="width:100%;height:{int(height)}px;border:0"></iframe>')
     with warnings.catch_warnings():  # IPython suggests IFrame for <iframe>; srcdoc is what keeps it offline
