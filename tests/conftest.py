@@ -9,3 +9,18 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The real SmolLM2-135M-Instruct, loaded once for every test file that needs it:
+    transformers' model with its reference (eager) attention, ours built from it, and the tokenizer."""
+    import scratch  # noqa: F401  (offline environment before transformers is imported)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from scratch import assets
+    from scratch.models import GPT
+
+    path = assets.smollm2_dir()
+    hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager").eval()
+    return hf, GPT.from_hf_llama(hf), AutoTokenizer.from_pretrained(path)

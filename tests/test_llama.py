@@ -2,11 +2,10 @@
 modules, a tiny random LlamaForCausalLM, the real SmolLM2-135M-Instruct (logits and greedy text), bad input."""
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel, LlamaConfig, \
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, \
     LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding
 
-from scratch import assets
 from scratch.attention import MultiHeadAttention, causal_mask
 from scratch.blocks import EncoderBlock, RMSNorm, SwiGLUFeedForward
 from scratch.embeddings import RotaryEmbedding
@@ -183,13 +182,7 @@ def test_llama_style_gpt_from_scratch():
 PROMPTS = ["The capital of France is", "def fibonacci(n):\n    "]
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    """Loaded once: transformers' model with its reference (eager) attention, ours, and the tokenizer."""
-    path = assets.smollm2_dir()
-    hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager").eval()
-    return hf, GPT.from_hf_llama(hf), AutoTokenizer.from_pretrained(path)
-
+# the `smollm2` fixture (model, ours, tokenizer) is in tests/conftest.py, loaded once per session
 
 def test_smollm2_config(smollm2):
     hf, model, _ = smollm2

@@ -5,12 +5,11 @@ import itertools
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel, LlamaConfig, \
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, \
     LlamaForCausalLM
 from transformers.generation.logits_process import LogitsProcessorList, TemperatureLogitsWarper, \
     TopKLogitsWarper, TopPLogitsWarper
 
-from scratch import assets
 from scratch.attention import KVCache, MultiHeadAttention, causal_mask
 from scratch.embeddings import RotaryEmbedding
 from scratch.models import GPT
@@ -346,12 +345,7 @@ def test_generate_with_any_callable_and_restores_mode(tiny_gpt2):
 
 # ---------------------------------------------------------------- the real SmolLM2-135M-Instruct
 
-@pytest.fixture(scope="module")
-def smollm2():
-    path = assets.smollm2_dir()
-    hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager").eval()
-    return hf, GPT.from_hf_llama(hf), AutoTokenizer.from_pretrained(path)
-
+# the `smollm2` fixture (model, ours, tokenizer) is in tests/conftest.py, loaded once per session
 
 def test_smollm2_greedy_and_cache(smollm2):
     hf, ours, tokenizer = smollm2

@@ -52,6 +52,13 @@ def _check_dropout(dropout) -> float:
     return float(dropout)
 
 
+def _check_norm_args(d_model: int, eps: float) -> None:
+    if d_model < 1:
+        raise ValueError(f"d_model must be at least 1, got {d_model}")
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
+
+
 class LayerNorm(nn.Module):
     """y = (x - E[x]) / sqrt(Var[x] + eps) · gamma + beta, over the last dimension of x (..., d_model).
 
@@ -63,10 +70,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        if d_model < 1:
-            raise ValueError(f"d_model must be at least 1, got {d_model}")
-        if not eps > 0:
-            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
+        _check_norm_args(d_model, eps)
         self.d_model, self.eps = d_model, eps
         self.weight = nn.Parameter(torch.ones(d_model))   # gamma: starts as "keep the normalised value"
         self.bias = nn.Parameter(torch.zeros(d_model))    # beta
@@ -91,10 +95,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        if d_model < 1:
-            raise ValueError(f"d_model must be at least 1, got {d_model}")
-        if not eps > 0:
-            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
+        _check_norm_args(d_model, eps)
         self.d_model, self.eps = d_model, eps
         self.weight = nn.Parameter(torch.ones(d_model))   # gamma
 
