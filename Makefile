@@ -6,6 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ASSETS := data/assets/.all-verified
+KERNEL := $(VENV)/share/jupyter/kernels/scratch/kernel.json
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NB ?= $(NOTEBOOKS)
@@ -17,6 +18,11 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: setup assets chromium lab test unit outputs student book check clean
+
+# Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel
+# pins one numeric path; elsewhere (Apple Silicon, ARM, old CPUs) their asserts check them (lax).
+# `make test NBVAL=strict` or `NBVAL=lax` chooses by hand.
+NBVAL ?=
 
 $(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11, found " + sys.version.split()[0] + "; run: make PYTHON=/path/to/python3.11"'
@@ -32,7 +38,12 @@ $(ASSETS): $(STAMP) lib/scratch/assets.py
 	$(BIN)/python -m scratch.assets
 	touch $@
 
-setup: $(STAMP) $(ASSETS) chromium
+# The course's Jupyter kernel (lib/scratch/kernel.py): every notebook names it, and it pins the numeric
+# path (lib/scratch/numerics.py) before torch loads, whichever tool starts the notebook.
+$(KERNEL): $(STAMP) lib/scratch/kernel.py lib/scratch/numerics.py
+	$(BIN)/python -m scratch.kernel install
+
+setup: $(STAMP) $(ASSETS) $(KERNEL) chromium
 
 # The book's browser test (tests/test_book.py) drives the system's Chromium. Install it where apt-get
 # exists (Debian/Ubuntu, CI; sudo -n: never stops to ask for a password); elsewhere print how.
@@ -54,9 +65,17 @@ assets: $(ASSETS)
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks --ServerApp.port_retries=0 $(LAB_ARGS)
 
-# Unit tests in tests/ and every notebook under strict nbval (outputs compared with the committed ones).
+# Unit tests in tests/ and every notebook under nbval: strict (outputs compared with the committed ones) on
+# the pinned numeric path, lax (the notebooks must run; their asserts check the claims) elsewhere.
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@mode="$(NBVAL)"; [ -n "$$mode" ] || mode=$$($(BIN)/python -m scratch.kernel mode); \
+	case "$$mode" in \
+	  strict) flag= ;; \
+	  lax) flag=--nbval-lax; echo "nbval in lax mode: notebooks must run and pass their asserts; printed digits are not compared" ;; \
+	  *) echo "NBVAL must be strict or lax, not '$$mode'"; exit 2 ;; \
+	esac; \
+	echo "$(BIN)/python -m pytest $$flag $(PYTEST_ARGS)"; \
+	$(BIN)/python -m pytest $$flag $(PYTEST_ARGS)
 
 unit: setup
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
@@ -77,7 +96,7 @@ book: setup
 	$(BIN)/python tools/build_book.py notebooks build/book
 
 # Is this machine set up? OK/FAIL for Python, every pinned package and every asset, with the fix for each FAIL.
-check: $(STAMP)
+check: $(STAMP) $(KERNEL)
 	$(BIN)/python -m scratch.check
 
 clean:

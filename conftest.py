@@ -1,5 +1,7 @@
 """Print how long each notebook took under nbval, so the cost of the series stays visible."""
-from collections import defaultdict
+import scratch  # noqa: F401  (first: pins the numeric path before any test imports torch)
+
+from collections import defaultdict  # noqa: E402
 
 _notebook_seconds = defaultdict(float)
 

@@ -33,7 +33,6 @@ def test_committed_executed_in_order(path):
 def test_clean_outputs(path):
     nb = json.loads(path.read_text())
     assert "widgets" not in nb["metadata"], f"{path.name}: widget state stored; run `make outputs`"
-    assert nb["metadata"]["kernelspec"]["name"] == "python3"
     assert path.stat().st_size < 3_000_000, f"{path.name}: keep outputs lean"
     for i, cell in enumerate(code_cells(path)):
         source = "".join(cell["source"])

@@ -176,7 +176,7 @@ def build(src: Path, out: Path) -> list[Path]:
         executed = needs_execution(nb)
         if executed:
             try:
-                ExecutePreprocessor(timeout=EXECUTE_TIMEOUT, kernel_name="python3").preprocess(
+                ExecutePreprocessor(timeout=EXECUTE_TIMEOUT).preprocess(
                     nb, {"metadata": {"path": str(src)}})
             except CellExecutionError as error:
                 raise SystemExit(f"{path.name} failed while the book executed it again:\n{error}") from None

@@ -12,9 +12,23 @@
     viz            attention heatmaps and positional-encoding plots
     assets         where the pretrained models and the data live: fetched from registries, verified
     check          is this machine ready? OK/FAIL per package and asset (`python -m scratch.check`)
+    numerics       one numeric path on every x86-64 machine (the course kernel's pinned CPU kernels and threads)
 """
 import os
 import sys
+import warnings
+
+from scratch import numerics
+
+# Before torch loads, so that a Python started without the course kernel computes the same bits too.
+if "torch" not in sys.modules:
+    numerics.pin_environment()
+elif numerics.cpu_supports_pinned_path() and numerics.problems():
+    warnings.warn(
+        "torch was imported before scratch, outside the course's Jupyter kernel, so it runs off the pinned "
+        f"numeric path ({'; '.join(numerics.problems())}). Results can differ from the stored outputs in the "
+        "last digits. Choose the kernel 'Transformers from Scratch' (installed by `make setup`), "
+        "or import scratch before torch.", stacklevel=2)
 
 # Models load from local paths only; with these set, a mistaken hub id fails at once instead of hanging.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,0 +1,121 @@
+"""One numeric path on every x86-64 machine, so that stored notebook outputs hold everywhere.
+
+PyTorch, MKL, oneDNN and NumPy choose their CPU kernels by instruction set at run time, and reductions
+split their work by thread count. The same notebook therefore prints other last digits on an AVX-512
+laptop than on an AVX2 server, and a training run drifts apart after a few hundred steps. Pinning the
+choice makes every x86-64 machine with AVX2 compute the same bits:
+
+    ATEN_CPU_CAPABILITY=avx2        PyTorch's own kernels (softmax, GELU, LayerNorm, randn, ...) use AVX2 code
+    MKL_CBWR=COMPATIBLE             MKL's matrix products take the one code path Intel documents as giving
+                                    identical results on Intel and non-Intel (AMD) processors
+    MKL_DYNAMIC=FALSE               ... with exactly the threads asked for (reproducibility needs a fixed count)
+    OMP_NUM_THREADS=2               every reduction split the same way, whatever the core count
+    MKL_NUM_THREADS=2
+    ONEDNN_MAX_CPU_ISA=AVX2         oneDNN (mkldnn) JIT kernels capped at AVX2
+    NPY_DISABLE_CPU_FEATURES=...    NumPy's AVX-512 loops off
+
+The variables only work if they are set before torch (and numpy) load, which is why the course's Jupyter
+kernel sets them (`scratch.kernel`, installed by `make setup`) and why `import scratch` sets them too when
+it comes first. Machines without AVX2 (Apple Silicon, ARM Linux, CPUs older than 2013) run the course
+unpinned: their notebooks are checked by their asserts (`make test NBVAL=lax`), not by printed digits.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+PINNED_ENV = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "COMPATIBLE",
+    "MKL_DYNAMIC": "FALSE",
+    "OMP_NUM_THREADS": "2",
+    "MKL_NUM_THREADS": "2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+}
+THREADS = int(PINNED_ENV["OMP_NUM_THREADS"])
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's instruction-set flags, lower case ('avx2', 'fma', ...); empty where they cannot be read."""
+    if sys.platform.startswith("linux"):
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return set()
+        for line in text.splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].lower().split())
+        return set()
+    if sys.platform == "darwin":
+        names = ("machdep.cpu.features", "machdep.cpu.leaf7_features")
+        try:
+            out = subprocess.run(["sysctl", "-n", *names], capture_output=True, text=True, timeout=5).stdout
+        except (OSError, subprocess.SubprocessError):
+            return set()
+        return set(out.lower().replace(".", "_").split())
+    if sys.platform == "win32":
+        import ctypes
+
+        PF_AVX2_INSTRUCTIONS_AVAILABLE = 40  # every AVX2 processor also has FMA3
+        if ctypes.windll.kernel32.IsProcessorFeaturePresent(PF_AVX2_INSTRUCTIONS_AVAILABLE):
+            return {"avx2", "fma"}
+    return set()
+
+
+def cpu_supports_pinned_path() -> bool:
+    """True on x86-64 machines with AVX2 and FMA: every Intel CPU since 2013 (Haswell), every AMD Zen."""
+    if platform.machine().lower() not in {"x86_64", "amd64"}:
+        return False
+    flags = cpu_flags()
+    return "avx2" in flags and ("fma" in flags or "fma3" in flags)
+
+
+def pin_environment(environ=os.environ) -> bool:
+    """Set the pinned variables where they are unset; True if this machine can take the pinned path.
+
+    Call it before torch is imported. A variable already set (by the course kernel, or by someone who
+    overrides one on purpose) is left as it is.
+    """
+    if not cpu_supports_pinned_path():
+        return False
+    for name, value in PINNED_ENV.items():
+        environ.setdefault(name, value)
+    return True
+
+
+def status() -> dict[str, object]:
+    """What the running process computes with: the values that decide the numeric path."""
+    import torch
+
+    return {
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+        **{name: os.environ.get(name) for name in PINNED_ENV},
+    }
+
+
+def problems() -> list[str]:
+    """Why this process is off the pinned path (empty if it is on it). Imports torch."""
+    found = status()
+    wrong = [f"{name}={found[name] or 'unset'} (pinned: {value})" for name, value in PINNED_ENV.items()
+             if found[name] != value]
+    if not any(found[name] for name in PINNED_ENV):
+        wrong = ["none of the pinned variables is set"]
+    if found["cpu_capability"] != "AVX2":
+        wrong.append(f"torch runs {found['cpu_capability']} kernels (pinned: AVX2)")
+    if found["threads"] != THREADS:
+        wrong.append(f"torch uses {found['threads']} threads (pinned: {THREADS})")
+    return wrong
+
+
+def on_pinned_path() -> bool:
+    return cpu_supports_pinned_path() and not problems()
+
+
+def nbval_mode() -> str:
+    """'strict' where the stored outputs hold (the pinned path), 'lax' elsewhere."""
+    return "strict" if cpu_supports_pinned_path() else "lax"
