@@ -13,12 +13,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("key", assets.all_assets())
 def test_every_asset_is_present_and_verified(key):
+    if key in assets.OPTIONAL_ASSETS and not assets.apt_available():
+        pytest.skip(f"{key} is optional and needs apt-get, which this system lacks")
     assert assets.verify(key) == "OK"
 
 
 def test_readme_lists_every_asset_with_version_and_checksum():
     readme = (ROOT / "data" / "README.md").read_text()
-    for pkg in [*assets.NPM_PACKAGES.values(), *assets.PIP_PACKAGES.values()]:
+    for pkg in [*assets.NPM_PACKAGES.values(), *assets.PIP_PACKAGES.values(), *assets.DEB_PACKAGES.values()]:
         assert pkg.name in readme and pkg.version in readme, pkg.spec
         checksum = getattr(pkg, "sha256", None) or pkg.file_sha256
         assert checksum in readme, f"data/README.md lacks the checksum of {pkg.spec}"
@@ -107,3 +109,46 @@ def test_spam_emails_are_labelled_bodies_without_headers():
     assert not first["text"].startswith("From exmh") and "Return-Path:" not in first["text"]
     assert sum(e["text"].startswith(("Received:", "Return-Path:")) for e in emails) <= 5
     assert sum(bool(e["text"]) for e in emails) > 6000
+
+
+def test_austen_is_six_whole_novels():
+    if not assets.apt_available():
+        pytest.skip("Jane Austen's novels come from a Debian package: this system has no apt-get")
+    chapters = assets.austen_chapters()
+    per_book = {book: sum(c["book"] == book for c in chapters) for book in assets.AUSTEN_BOOKS}
+    assert per_book == {"sensesensibility": 50, "prideprejudice": 61, "mansfieldpark": 48, "emma": 55,
+                        "northangerabbey": 31, "persuasion": 24}
+    pride = next(c for c in chapters if c["book"] == "prideprejudice")
+    assert pride["text"].startswith("It is a truth universally acknowledged, that a single man in possession of a good")
+    assert 3_900_000 < sum(len(c["text"]) for c in chapters) < 4_100_000
+
+
+def test_missing_apt_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(assets, "ASSET_DIR", tmp_path)
+    monkeypatch.setattr(assets.shutil, "which", lambda name: None)
+    with pytest.raises(assets.AssetError, match="no `apt-get`.*optional"):
+        assets.deb_package("austen")
+
+
+def _xdr(*parts) -> bytes:
+    import struct
+
+    out = b"X\n" + struct.pack(">3i", 2, 0x040000, 0x020300)
+    for part in parts:
+        out += part if isinstance(part, bytes) else struct.pack(">i", part)
+    return out
+
+
+def test_read_r_serialized_decodes_vectors_and_names():
+    import struct
+
+    char = lambda s: struct.pack(">2i", 9 | (1 << 15), len(s)) + s.encode()          # a CHARSXP, UTF-8 flagged
+    # list(a = c("x", NA), b = 1:2): a VECSXP with a names attribute (a pairlist tagged by the symbol "names")
+    data = _xdr(19 | (1 << 9), 2, 16, 2, char("x"), 9, -1, 13, 2, 1, 2,
+                2 | (1 << 10), 1, char("names"), 16, 2, char("a"), char("b"), 254)
+    assert assets.read_r_serialized(data) == {"a": ["x", None], "b": [1, 2]}
+    assert assets.read_r_serialized(_xdr(14, 1, struct.pack(">d", 0.5))) == [0.5]
+    with pytest.raises(ValueError, match="not an R serialization"):
+        assets.read_r_serialized(b"RDX2\n")
+    with pytest.raises(ValueError, match="R type 3 is not supported"):
+        assets.read_r_serialized(_xdr(3, 0))

