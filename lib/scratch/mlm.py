@@ -6,7 +6,12 @@
     masked_word_eval_set   held-out whole words (single WordPiece tokens) hidden behind [MASK]
     fill_mask_accuracy     top-1 / top-5 accuracy of a masked LM on such a set
     load_minilm_mlm        all-MiniLM-L6-v2 (frozen) + the MLM head the course trained on it, as a
-                           transformers BertForMaskedLM, so `pipeline("fill-mask", ...)` works
+                           transformers BertForMaskedLM, so `pipeline("fill-mask", ...)` works (superseded:
+                           the head on the frozen encoder reached 4.4 % top-1)
+    minilm_mlm_with_lora   MiniLM as a BertForMaskedLM with LoRA adapters on every encoder Linear, untrained
+    load_minilm_lora_mlm   ... with the adapters and head the course trained (data/checkpoints/minilm-lora-mlm/)
+    word_targets           the words a fill-mask test may hide (whole alphabetic single-token words)
+    context_free_baselines the best guesses that ignore the context (most frequent training words), scored
 
 MiniLM ships no MLM head (it was fine-tuned for sentence embeddings); data/checkpoints/minilm-mlm-head/
 holds the small head trained by its train.py, and metrics.json the accuracies measured there.
@@ -151,3 +156,88 @@ def load_minilm_mlm(name: str = HEAD_CHECKPOINT):
             or predictions.decoder.bias.data_ptr() != predictions.bias.data_ptr()):
         raise RuntimeError("the MLM decoder is not tied to the word embeddings and the head's bias")
     return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
+
+
+# ---------------------------------------------------------------- MiniLM adapted for masked LM with LoRA
+
+LORA_CHECKPOINT = "minilm-lora-mlm"
+
+
+def minilm_mlm_with_lora(rank: int = 16, alpha: float = 32.0):
+    """all-MiniLM-L6-v2 as a BertForMaskedLM whose encoder is adapted with LoRA (scratch.finetuning), untrained.
+
+    Trainable: the low-rank adapters on every Linear of the 6 encoder blocks (Q, K, V, attention output, both
+    FFN layers), the encoder's biases and LayerNorms, and the MLM head (dense + GELU + LayerNorm, and the output
+    bias). Frozen: the pretrained weight matrices and the word embeddings, which are also the head's decoder (tied).
+    """
+    from transformers import BertForMaskedLM
+    from transformers.utils import logging
+
+    from scratch import assets
+    from scratch.finetuning import add_lora
+
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()            # MiniLM has no cls.* weights: the "newly initialised" notice is expected
+    try:
+        model = BertForMaskedLM.from_pretrained(assets.minilm_dir())
+    finally:
+        logging.set_verbosity(verbosity)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    add_lora(model.bert.encoder, rank=rank, alpha=alpha)
+    for name, p in model.named_parameters():
+        in_encoder = name.startswith("bert.encoder.")
+        if ("lora_" in name or (in_encoder and (name.endswith(".bias") or ".LayerNorm." in name))
+                or name.startswith("cls.predictions.")):
+            p.requires_grad_(True)
+    model.bert.embeddings.word_embeddings.weight.requires_grad_(False)   # = the decoder's weight
+    return model
+
+
+def load_minilm_lora_mlm(name: str = LORA_CHECKPOINT):
+    """MiniLM + the course's LoRA adapters and MLM head -> (BertForMaskedLM in eval mode, tokenizer).
+
+    data/checkpoints/<name>/model.safetensors holds only what training changed (scratch.finetuning.trainable_state);
+    its metadata names the adapters' rank and alpha. Everything else is MiniLM's, as installed.
+    """
+    from safetensors import safe_open
+    from transformers import AutoTokenizer
+
+    from scratch import assets
+
+    path = assets.checkpoint_dir(name) / "model.safetensors"
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata() or {}
+        trained = {key: f.get_tensor(key) for key in f.keys()}
+    if "lora_rank" not in metadata or "lora_alpha" not in metadata:
+        raise ValueError(f"{path}: metadata lacks lora_rank/lora_alpha; is this a LoRA checkpoint?")
+    model = minilm_mlm_with_lora(int(metadata["lora_rank"]), float(metadata["lora_alpha"]))
+    expected = {key for key, p in model.named_parameters() if p.requires_grad}
+    if set(trained) != expected:
+        missing, extra = sorted(expected - set(trained)), sorted(set(trained) - expected)
+        raise ValueError(f"{name}: the checkpoint does not match the adapted model (missing {missing[:3]}..., "
+                         f"unexpected {extra[:3]}...)")
+    model.load_state_dict(trained, strict=False)
+    return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
+
+
+def word_targets(tokenizer, windows: list[list[int]]) -> torch.Tensor:
+    """Every whole alphabetic single-token word in the windows (the kind of word the fill-mask test hides)."""
+    return torch.tensor([w[i] for w in windows for i in single_token_words(tokenizer, w)], dtype=torch.long)
+
+
+def context_free_baselines(train_targets: torch.Tensor, test_targets: torch.Tensor, k: int = 5) -> dict:
+    """The best guesses that ignore the context, chosen on the training words and scored on the test words:
+    always the most frequent training word (top-1), and always the k most frequent ones (top-k).
+
+    Ties in frequency are broken by the smaller token id, so the guesses are deterministic.
+    Returns {'top1', f'top{k}', 'guesses' (token ids, most frequent first), 'n'}.
+    """
+    if train_targets.numel() == 0 or test_targets.numel() == 0:
+        raise ValueError("both the training and the test targets must be non-empty")
+    ids, counts = torch.unique(train_targets, return_counts=True)        # ids ascending
+    order = sorted(range(len(ids)), key=lambda i: (-counts[i].item(), ids[i].item()))[:k]
+    guesses = ids[order]
+    return {"top1": (test_targets == guesses[0]).float().mean().item(),
+            f"top{k}": torch.isin(test_targets, guesses).float().mean().item(),
+            "guesses": guesses.tolist(), "n": test_targets.numel()}
