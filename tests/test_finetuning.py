@@ -5,6 +5,7 @@ from torch import nn
 
 import scratch  # noqa: F401  (offline environment before transformers)
 from scratch.finetuning import (IGNORE_INDEX, BlockPairClassifier, BlockTagger, LoRALinear, add_lora, bio_spans,
+                                frozen_block_outputs, trim_padding,
                                 gazetteer_tags, label_first_pieces, sentence_pairs, span_scores, split_sentences,
                                 split_words, trainable_state)
 
@@ -89,7 +90,7 @@ def test_gazetteer_labels_longest_name_first_and_leave_the_possessive_out():
     tags = gazetteer_tags(words, {"PER": ["Ahab", "Darcy"], "LOC": ["New Bedford", "Cape of Good Hope", "Cape"]})
     spans = {(k, " ".join(words[s:e])) for k, s, e in bio_spans(tags)}
     assert spans == {("PER", "Ahab"), ("LOC", "New Bedford"), ("LOC", "Cape of Good Hope"), ("PER", "Darcy")}
-    assert gazetteer_tags(["ahab"], {"PER": ["Ahab"]}) == ["O"]                       # case-sensitive
+    assert gazetteer_tags(["ahab", "AHAB"], {"PER": ["Ahab"]}) == ["O", "B-PER"]      # as listed, or in capitals
 
 
 def test_sentences_and_pairs():
@@ -118,3 +119,8 @@ def test_block_heads_have_the_right_shapes():
     pair = BlockPairClassifier(encoder.blocks[-1], 16, 2).eval()
     assert pair(h, ids).shape == (2, 2)
     assert torch.allclose(pair.block(h, None)[0], encoder.blocks[-1](h, None)[0])   # a copy of the last block
+    cached = frozen_block_outputs(encoder, ids, batch=1)                  # each row cut to its own length
+    real = ids != 0
+    assert torch.allclose(cached[real], h[real], atol=1e-5) and (cached[~real] == 0).all()
+    short_ids, short_h = trim_padding(ids, cached)
+    assert short_ids.shape == (2, 4) and short_h.shape == (2, 4, 16)

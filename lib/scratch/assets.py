@@ -454,7 +454,8 @@ def austen_chapters() -> list[dict]:
             elif current is not None and not re.fullmatch(r"volume\s+[ivx]+\.?", line, re.IGNORECASE):
                 current.append(line if line else "\x00")  # a blank line ends a paragraph
     if len(chapters) < 250:
-        raise AssetError(f"only {len(chapters)} chapters read from {data}. Fix: rm -rf {DEB_PACKAGES['austen'].folder}; "
+        raise AssetError(f"only {len(chapters)} chapters read from {data}. "
+                         f"Fix: rm -rf {DEB_PACKAGES['austen'].folder}; "
                          + FIX_ALL)
     return chapters
 

@@ -138,8 +138,9 @@ def split_words(text: str) -> list[str]:
 def gazetteer_tags(words: list[str], entities: dict[str, list[str]]) -> list[str]:
     """BIO tags of a word sequence from lists of names per entity type ({'PER': [...], 'LOC': [...]}).
 
-    A name may have several words ('New Bedford'); it matches case-sensitively, the longest name first, and a
-    matched word is never matched again. Unlisted words are 'O'.
+    A name may have several words ('New Bedford'); it matches case-sensitively, as listed or in capitals
+    ('NEW BEDFORD', as in headings), the longest name first, and a matched word is never matched again.
+    Unlisted words are 'O'.
     """
     names = {}
     for kind, entries in entities.items():
@@ -147,8 +148,9 @@ def gazetteer_tags(words: list[str], entities: dict[str, list[str]]) -> list[str
             key = tuple(split_words(entry))
             if not key:
                 raise ValueError(f"empty {kind} entry {entry!r}")
-            if names.setdefault(key, kind) != kind:
-                raise ValueError(f"{entry!r} is listed as both {names[key]} and {kind}")
+            for form in (key, tuple(w.upper() for w in key)):
+                if names.setdefault(form, kind) != kind:
+                    raise ValueError(f"{entry!r} is listed as both {names[form]} and {kind}")
     longest = max((len(k) for k in names), default=0)
     tags, i = ["O"] * len(words), 0
     while i < len(words):
@@ -180,12 +182,24 @@ def frozen_block_outputs(encoder, ids: torch.Tensor, token_type_ids: torch.Tenso
     """The output of all blocks but the last of a scratch.models.Encoder = the last block's input, (n, T, d_model).
 
     When only the last block is trained, the blocks below never change: compute their output once, then train on it.
+    Sequences are run in batches of similar length, each cut to its longest sequence (padding is masked anyway, so
+    the real positions come out the same); the output at padding positions is 0.
     """
-    parts = []
+    lengths = (ids != encoder.pad_id).sum(1)
+    order = lengths.argsort(descending=True)
+    out = torch.zeros(*ids.shape, encoder.tok_embed.embedding_dim)
     for i in range(0, len(ids), batch):
-        types = None if token_type_ids is None else token_type_ids[i:i + batch]
-        parts.append(encoder.hidden_states(ids[i:i + batch], token_type_ids=types)[-2])
-    return torch.cat(parts)
+        rows = order[i:i + batch]
+        longest = int(lengths[rows].max())
+        types = None if token_type_ids is None else token_type_ids[rows, :longest]
+        out[rows, :longest] = encoder.hidden_states(ids[rows, :longest], token_type_ids=types)[-2]
+    return out
+
+
+def trim_padding(ids: torch.Tensor, *tensors: torch.Tensor, pad_id: int = 0):
+    """Cut a padded batch (and tensors aligned with it along dim 1) to its longest real sequence."""
+    longest = int((ids != pad_id).sum(1).max())
+    return (ids[:, :longest], *(t[:, :longest] for t in tensors))
 
 
 class BlockTagger(nn.Module):
