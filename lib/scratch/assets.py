@@ -339,6 +339,9 @@ def _fetch_deb(pkg: DebPackage) -> None:
                          "without it (the tests that need it skip). Fix (Debian/Ubuntu only): " + FIX_ALL)
     with tempfile.TemporaryDirectory() as tmp:
         result = subprocess.run(["apt-get", "download", pkg.spec], cwd=tmp, capture_output=True, text=True)
+        if result.returncode != 0:   # a fresh machine has no package lists yet: fetch them once, then retry
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True)
+            result = subprocess.run(["apt-get", "download", pkg.spec], cwd=tmp, capture_output=True, text=True)
         deb = next(Path(tmp).glob("*.deb"), None)
         if result.returncode != 0 or deb is None:
             raise AssetError(f"`apt-get download {pkg.spec}` failed (run `apt-get update` first; is the Debian "
