@@ -2,8 +2,8 @@
 
 The exercise section of a notebook is, after the lecture's "## Summary":
 a markdown cell "## Exercises"; one code cell tagged `exercise-setup` (imports and objects, nothing from the
-lecture); then for each exercise k a markdown cell "### Exercise k · title (easy|medium|hard)" with a
-"**Practises:**" line, a code cell tagged `solution` (the solution between ### BEGIN / END SOLUTION) and a code
+lecture, and no reference implementation of any exercise's function); then for each exercise k a markdown cell
+"### Exercise k · title (easy|medium|hard, about N min)" with a "**Practises:**" line, a code cell tagged `solution` (the solution between ### BEGIN / END SOLUTION) and a code
 cell tagged `check` ("# Check exercise k", asserts with "hint: ..." messages).
 
 The pairing: with the solutions every check passes; in the student edition (tools/student_edition.py, which
@@ -32,7 +32,7 @@ spec = importlib.util.spec_from_file_location("student_edition", ROOT / "tools" 
 student_edition = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(student_edition)
 BEGIN, END = student_edition.BEGIN, student_edition.END
-TITLE = re.compile(r"^### Exercise (\d+) · .+ \((easy|medium|hard)\)\s*$", re.MULTILINE)
+TITLE = re.compile(r"^### Exercise (\d+) · .+ \((easy|medium|hard), about (\d+) min\)\s*$", re.MULTILINE)
 LEVELS = ["easy", "medium", "hard"]
 FAILS = (NotImplementedError, AssertionError, NameError)
 by_name = pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -116,7 +116,9 @@ def test_structure(path):
     for k, (text, solution, check) in enumerate(exercises, start=1):
         where = f"{path.name}, exercise {k}"
         title = TITLE.search(text.source)
-        assert title and int(title[1]) == k, f"{where}: title line '### Exercise {k} · title (easy|medium|hard)'"
+        assert title and int(title[1]) == k, (
+            f"{where}: title line '### Exercise {k} · title (easy|medium|hard, about N min)'")
+        assert 5 <= int(title[3]) <= 90, f"{where}: a time between 5 and 90 minutes"
         levels.append(LEVELS.index(title[2]))
         assert re.search(r"^\*\*Practises:\*\* \S", text.source, re.MULTILINE), f"{where}: add a '**Practises:** ...' line"
         student_edition.strip_solution(solution.source, k)        # balanced markers, at least one region
@@ -166,6 +168,15 @@ def test_student_stubs_fail_their_checks(path, in_notebooks, plain_mpl):
         else:
             passing.append(f"exercise {k}'s check passes without its solution")
     assert not passing, f"{path.name}: " + "; ".join(passing)
+
+
+@by_name
+def test_every_exercise_has_wrong_solutions_that_its_check_rejects(path):
+    _, exercises = exercise_section(path)
+    stored = wrong_solutions(path)
+    missing = [k for k in range(1, len(exercises) + 1) if not stored.get(k)]
+    assert not missing, (f"{path.name}: store at least one known-wrong or borrowed solution for exercise(s) {missing} "
+                         f"in tests/exercise_counterexamples/{path.stem}.py")
 
 
 @pytest.mark.parametrize("path, k, why", counterexample_cases())
