@@ -30,10 +30,16 @@ $(STAMP): requirements.txt requirements.lock requirements-cuda.lock pyproject.to
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11, found " + sys.version.split()[0] + "; run: make PYTHON=/path/to/python3.11"'
 	@$(PYTHON) tools/lock.py --check
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# --no-deps: the lock lists every dependency already (and PyPI's Linux torch would demand its CUDA runtime here)
+	# torch first, hash-checked: the CPU-only build of the pinned version where pip's own configuration offers
+	# one (a wheel folder, as on CI; --no-index), else PyPI's wheel. Given both at once, hash-checking would take
+	# PyPI's (the index states its hash), which on Linux is the CUDA build.
+	$(PYTHON) tools/lock.py --select torch > $(VENV)/torch.lock
+	$(BIN)/python -m pip install --require-hashes --no-deps --no-index -r $(VENV)/torch.lock 2>/dev/null \
+	  || $(BIN)/python -m pip install --require-hashes --no-deps -r $(VENV)/torch.lock
+	# the rest (torch is installed already); --no-deps: the lock lists every dependency
 	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements.lock
 	# PyPI's Linux build of torch also loads NVIDIA's CUDA runtime (locked on its own); a CPU-only build needs none
-	if $(BIN)/python -m pip check | grep -q '^torch .* requires'; then \
+	if $(BIN)/python -m pip check | grep '^torch .* requires' >/dev/null; then \
 	  $(BIN)/python -m pip install --require-hashes --no-deps -r requirements-cuda.lock; fi
 	# the course's package, editable (pip can hash no folder; its dependencies are all in the lock)
 	$(BIN)/python -m pip install --no-deps -e .

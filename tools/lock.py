@@ -2,6 +2,7 @@
 
     python tools/lock.py            resolve requirements.txt on PyPI and write both lock files (network, minutes)
     python tools/lock.py --check    offline: exit 1 if requirements.txt's pins differ from the lock's
+    python tools/lock.py --select torch    print one package's entry of the lock (make setup installs torch first)
 
 requirements.txt is the human-edited list of top-level pins; the lock adds every package they pull in, each at
 one exact version with the SHA-256 of every file PyPI offers for it for CPython 3.11, so that
@@ -125,6 +126,19 @@ def read_lock(path: Path = LOCK) -> list[Locked]:
         elif stripped.startswith("# via "):
             entries[-1].via = [v.strip() for v in stripped.removeprefix("# via ").split(",")]
     return entries
+
+
+def select(name: str, path: Path = LOCK) -> str:
+    """The lines of one package's entry (or entries) in a lock file, as a requirements file of its own."""
+    blocks, current = [], None
+    for line in path.read_text().splitlines():
+        if line and not line.startswith((" ", "#")):
+            current = normalize(re.split(r"[=;\s]", line, maxsplit=1)[0]) == normalize(name)
+        if current and line.strip():
+            blocks.append(line)
+    if not blocks:
+        raise SystemExit(f"{path.name} has no entry for {name}")
+    return "\n".join(blocks) + "\n"
 
 
 def stale(requirements: Path = REQUIREMENTS, lock: Path = LOCK) -> list[str]:
@@ -355,7 +369,11 @@ def generate() -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only check that the lock matches requirements.txt")
+    parser.add_argument("--select", metavar="NAME", help="print one package's entry of requirements.lock")
     args = parser.parse_args()
+    if args.select:
+        print(select(args.select), end="")
+        return 0
     if args.check:
         problems = stale()
         for problem in problems:
