@@ -61,6 +61,14 @@ def test_stale_lock_is_detected(tmp_path):
     assert lock.stale(requirements) == ["extra-package: requirements.txt pins 1.0, the lock has nothing"]
 
 
+def test_lock_files_are_as_tools_lock_py_writes_them(tmp_path):
+    """Catches a hand edit: the files must be exactly what `make lock` writes from their entries."""
+    for path in (lock.LOCK, lock.CUDA_LOCK):
+        rewritten = tmp_path / path.name
+        lock.write_lock(rewritten, *lock.LOCK_TITLES[path.name], lock.read_lock(path))
+        assert rewritten.read_text() == path.read_text(), f"{path.name} was edited by hand: run `make lock`"
+
+
 def test_every_locked_package_has_one_exact_version_and_hashes_per_platform():
     for entries in (LOCKED, CUDA_LOCKED):
         assert entries

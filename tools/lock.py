@@ -168,7 +168,7 @@ def resolve(target: str, requirements: Path, workdir: Path) -> dict:
     platforms = TARGETS[target][1]
     report = workdir / f"{target}.json"
     command = [sys.executable, "-c", PIP_WITH_MARKERS, json.dumps(target_markers(target)),
-               "install", "--dry-run", "--quiet", "--report", str(report), "--target", str(workdir / f"{target}-target"),
+               "install", "--dry-run", "--quiet", "--report", str(report), "--target", str(workdir / target),
                "--only-binary=:all:", "--python-version", PYTHON, "--implementation", "cp",
                "--use-feature=fast-deps", "--disable-pip-version-check", "-r", str(requirements)]
     for platform in platforms:
@@ -290,6 +290,18 @@ HEADER = """\
 """
 
 
+LOCK_TITLES = {  # file name: (title, how to install it)
+    "requirements.lock": (
+        "requirements.lock: every package the course installs, at one version, with its files' hashes",
+        "make setup; or by hand: pip install --require-hashes --no-deps -r requirements.lock, then\n"
+        "#   requirements-cuda.lock the same way where `pip check` says torch needs it, then pip install --no-deps -e .\n"
+        "# torch also lists CPU-only builds that a machine's pip may offer from elsewhere (LOCAL_TORCH_BUILDS, tools/lock.py)."),
+    "requirements-cuda.lock": (
+        "requirements-cuda.lock: the CUDA runtime that PyPI's Linux build of torch loads (CPU-only builds need none)",
+        "pip install --require-hashes --no-deps -r requirements-cuda.lock (make setup does, where torch asks for it)"),
+}
+
+
 def write_lock(path: Path, title: str, install: str, entries: list[Locked]) -> None:
     lines = [HEADER.format(title=title, python=PYTHON, install=install)]
     for e in sorted(entries, key=lambda e: (e.name, e.version)):
@@ -357,12 +369,8 @@ def generate() -> None:
     if wrong:
         raise SystemExit(f"the resolution does not keep requirements.txt's pins: {wrong}")
     add_hashes(entries + cuda_entries)
-    write_lock(LOCK, "requirements.lock: every package the course installs, at one version, with its files' hashes",
-               "pip install --require-hashes --no-deps -r requirements.lock   (then: pip install --no-deps -e .)",
-               entries)
-    write_lock(CUDA_LOCK, "requirements-cuda.lock: the CUDA runtime that PyPI's Linux build of torch loads (a CPU-only "
-               "build needs none)", "pip install --require-hashes --no-deps -r requirements-cuda.lock   "
-               "(make setup does, where torch asks for it)", cuda_entries)
+    write_lock(LOCK, *LOCK_TITLES[LOCK.name], entries)
+    write_lock(CUDA_LOCK, *LOCK_TITLES[CUDA_LOCK.name], cuda_entries)
     print(f"wrote {LOCK.name} ({len(entries)} packages) and {CUDA_LOCK.name} ({len(cuda_entries)} packages)")
 
 

@@ -2,9 +2,9 @@
 
 Prints one line per requirement, OK or FAIL, and for every FAIL the command that fixes it:
 the Python version, whether requirements.lock still matches requirements.txt, every package pinned in
-requirements.txt (installed version against the pin), every other package of requirements.lock (one line: the
-installed versions against the lock's), every asset of `scratch.assets` (re-hashed from disk, never downloaded here), the checkpoints the course
-ships in data/checkpoints/, and the Chromium the book's browser test drives. Exit code 1 if anything failed.
+requirements.txt (installed version against the pin), the other packages of requirements.lock (one line),
+every asset of `scratch.assets` (re-hashed from disk, never downloaded here), the checkpoints the course ships
+in data/checkpoints/, and the Chromium the book's browser test drives. Exit code 1 if anything failed.
 """
 from __future__ import annotations
 
