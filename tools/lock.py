@@ -1,6 +1,6 @@
 """Write requirements.lock (and requirements-cuda.lock) from requirements.txt: `make lock`.
 
-    python tools/lock.py            resolve requirements.txt on PyPI and write both lock files (network, minutes)
+    python tools/lock.py            resolve requirements.txt on PyPI and write both lock files (network; ~25 min)
     python tools/lock.py --check    offline: exit 1 if requirements.txt's pins differ from the lock's
     python tools/lock.py --select torch    print one package's entry of the lock (make setup installs torch first)
 
