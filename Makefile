@@ -17,18 +17,34 @@ LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup assets chromium lab test unit outputs student book check clean
+.PHONY: setup assets chromium lab test unit outputs student book check clean lock
 
 # Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel
 # pins one numeric path; elsewhere (Apple Silicon, ARM, old CPUs) their asserts check them (lax).
 # `make test NBVAL=strict` or `NBVAL=lax` chooses by hand.
 NBVAL ?=
+# Notebooks run on one thread each (the pinned path), so tests run in parallel processes, a file per process.
+JOBS ?= 2
 
-$(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
+# requirements.txt holds the top-level pins; requirements.lock (written from it by `make lock`) pins every
+# package they pull in, with the hashes of its files, and is what gets installed.
+$(STAMP): requirements.txt requirements.lock requirements-cuda.lock pyproject.toml tools/jupyterlab-overrides.json
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11, found " + sys.version.split()[0] + "; run: make PYTHON=/path/to/python3.11"'
+	@$(PYTHON) tools/lock.py --check
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# torch is pinned in requirements.txt and installed in this same command, so nothing pulls another build
-	$(BIN)/python -m pip install -r requirements.txt -e .
+	# torch first, hash-checked: the CPU-only build of the pinned version where pip's own configuration offers
+	# one (a wheel folder, as on CI; --no-index), else PyPI's wheel. Given both at once, hash-checking would take
+	# PyPI's (the index states its hash), which on Linux is the CUDA build.
+	$(PYTHON) tools/lock.py --select torch > $(VENV)/torch.lock
+	$(BIN)/python -m pip install --require-hashes --no-deps --no-index -r $(VENV)/torch.lock 2>/dev/null \
+	  || $(BIN)/python -m pip install --require-hashes --no-deps -r $(VENV)/torch.lock
+	# the rest (torch is installed already); --no-deps: the lock lists every dependency
+	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements.lock
+	# PyPI's Linux build of torch also loads NVIDIA's CUDA runtime (locked on its own); a CPU-only build needs none
+	if $(BIN)/python -m pip check | grep '^torch .* requires' >/dev/null; then \
+	  $(BIN)/python -m pip install --require-hashes --no-deps -r requirements-cuda.lock; fi
+	# the course's package, editable (pip can hash no folder; its dependencies are all in the lock)
+	$(BIN)/python -m pip install --no-deps -e .
 	$(BIN)/python -c "import matplotlib.pyplot"  # build the font cache now, not inside a notebook's stderr
 	mkdir -p $(dir $(LAB_SETTINGS)) && cp tools/jupyterlab-overrides.json $(LAB_SETTINGS)
 	touch $@
@@ -74,17 +90,18 @@ test: setup
 	  lax) flag=--nbval-lax; echo "nbval in lax mode: notebooks must run and pass their asserts; printed digits are not compared" ;; \
 	  *) echo "NBVAL must be strict or lax, not '$$mode'"; exit 2 ;; \
 	esac; \
-	echo "$(BIN)/python -m pytest $$flag $(PYTEST_ARGS)"; \
-	$(BIN)/python -m pytest $$flag $(PYTEST_ARGS)
+	echo "$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)"; \
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)
 
 unit: setup
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 
 # Re-execute notebooks top to bottom in a fresh kernel and store the outputs nbval compares against
-# (all of them, or one: make outputs NB=notebooks/01_tokenization.ipynb); nbstripout then drops
+# (all of them, JOBS at a time, or one: make outputs NB=notebooks/01_tokenization.ipynb); nbstripout then drops
 # volatile metadata and the outputs of cells marked keep_output: false.
 outputs: setup
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 $(NB)
+	printf '%s\n' $(NB) | xargs -P $(JOBS) -I{} \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 {}
 	$(BIN)/nbstripout --keep-output --keep-count $(NB)
 
 # The student edition: every notebook with its exercise solutions replaced by stubs, outputs cleared.
@@ -101,3 +118,8 @@ check: $(STAMP) $(KERNEL)
 
 clean:
 	rm -rf $(VENV) data/assets data/cache build
+
+# After editing requirements.txt: resolve it on PyPI for every platform the course supports and rewrite
+# requirements.lock and requirements-cuda.lock (every dependency at one version, every file's SHA-256).
+lock:
+	$(PYTHON) tools/lock.py

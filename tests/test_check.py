@@ -17,7 +17,7 @@ def test_package_versions_against_pins():
     ok, what, _ = check.check_package("pytest", __import__("pytest").__version__)
     assert ok and "pytest" in what
     ok, what, fix = check.check_package("pytest", "0.0.1")
-    assert not ok and "pinned 0.0.1" in what and "pip install -r requirements.txt" in fix
+    assert not ok and "pinned 0.0.1" in what and "-r requirements.lock" in fix
     ok, what, fix = check.check_package("no-such-package-here", "1.0")
     assert not ok and "not installed" in what and fix
 
@@ -58,3 +58,32 @@ def test_runs_as_a_module():
     assert "OK" in result.stdout and "torch" in result.stdout and "asset minilm" in result.stdout
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
     assert result.returncode == (1 if failed else 0)
+
+
+
+def test_kernel_check_names_a_missing_or_unpinned_kernel(monkeypatch):
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKernel
+
+    from scratch import kernel, numerics
+
+    monkeypatch.setattr(numerics, "cpu_supports_pinned_path", lambda: True)
+    installed = {}
+
+    def get_kernel_spec(self, name):
+        if name not in installed:
+            raise NoSuchKernel(name)
+        return KernelSpec(**installed[name])
+
+    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", get_kernel_spec)
+    ok, what, fix = check.check_kernel()
+    assert not ok and "not installed" in what and "scratch.kernel install" in fix
+
+    unpinned = kernel.kernel_spec()
+    del unpinned["env"]["ATEN_CPU_CAPABILITY"]
+    installed[kernel.KERNEL_NAME] = unpinned
+    ok, what, fix = check.check_kernel()
+    assert not ok and "ATEN_CPU_CAPABILITY" in what and fix
+
+    installed[kernel.KERNEL_NAME] = kernel.kernel_spec()
+    ok, what, _ = check.check_kernel()
+    assert ok and "pinned numeric path" in what
