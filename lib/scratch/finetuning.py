@@ -202,17 +202,31 @@ def trim_padding(ids: torch.Tensor, *tensors: torch.Tensor, pad_id: int = 0):
     return (ids[:, :longest], *(t[:, :longest] for t in tensors))
 
 
+def trainable_copy(block: nn.Module, lora_rank: int | None = None, lora_alpha: float = 16.0) -> nn.Module:
+    """A copy of an encoder block to fine-tune: all of it (lora_rank None), or, with lora_rank r, LoRA adapters on
+    its Linears while their pretrained weight matrices stay frozen (biases and LayerNorms train too)."""
+    import copy
+
+    block = copy.deepcopy(block)
+    if lora_rank is not None:
+        add_lora(block, lora_rank, lora_alpha)
+        for name, p in block.named_parameters():
+            p.requires_grad_(not name.endswith(".base.weight"))
+    return block
+
+
 class BlockTagger(nn.Module):
-    """Token classification: a copy of an encoder's last block (trained) + Linear(d_model, n_tags) on every token.
+    """Token classification: a copy of an encoder's last block (trained, or adapted with LoRA when lora_rank is
+    given) + Linear(d_model, n_tags) on every token.
 
     Input: the frozen blocks' output h (batch, T, d_model) and the ids (for the padding mask) -> (batch, T, n_tags).
     """
 
-    def __init__(self, block: nn.Module, d_model: int, n_tags: int, pad_id: int = 0):
+    def __init__(self, block: nn.Module, d_model: int, n_tags: int, pad_id: int = 0, lora_rank: int | None = None,
+                 lora_alpha: float = 16.0):
         super().__init__()
-        import copy
-
-        self.block, self.head, self.pad_id = copy.deepcopy(block), nn.Linear(d_model, n_tags), pad_id
+        self.block, self.pad_id = trainable_copy(block, lora_rank, lora_alpha), pad_id
+        self.head = nn.Linear(d_model, n_tags)
 
     def forward(self, h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         from scratch.attention import padding_mask
@@ -221,14 +235,14 @@ class BlockTagger(nn.Module):
 
 
 class BlockPairClassifier(nn.Module):
-    """Sequence (pair) classification as BERT's next-sentence head: a copy of the last block (trained), then the
-    [CLS] vector through a pooler (dense + tanh) and Linear(d_model, n_classes). -> (batch, n_classes) logits."""
+    """Sequence (pair) classification as BERT's next-sentence head: a copy of the last block (trained, or adapted
+    with LoRA when lora_rank is given), then the [CLS] vector through a pooler (dense + tanh) and
+    Linear(d_model, n_classes). -> (batch, n_classes) logits."""
 
-    def __init__(self, block: nn.Module, d_model: int, n_classes: int = 2, pad_id: int = 0):
+    def __init__(self, block: nn.Module, d_model: int, n_classes: int = 2, pad_id: int = 0,
+                 lora_rank: int | None = None, lora_alpha: float = 16.0):
         super().__init__()
-        import copy
-
-        self.block, self.pad_id = copy.deepcopy(block), pad_id
+        self.block, self.pad_id = trainable_copy(block, lora_rank, lora_alpha), pad_id
         self.pooler, self.head = nn.Linear(d_model, d_model), nn.Linear(d_model, n_classes)
 
     def forward(self, h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -238,26 +252,29 @@ class BlockPairClassifier(nn.Module):
         return self.head(torch.tanh(self.pooler(cls)))
 
 
-def sentence_pairs(chapters: list[str], n: int, seed: int = 0) -> list[tuple[str, str, int]]:
-    """BERT's next-sentence task: n pairs (A, B, label) from a list of chapter texts, half of each kind:
-    label 0 (IsNext) = B is the sentence that follows A in its chapter; label 1 (NotNext) = B is a random sentence
-    of another chapter. Sentences of 4 to 40 words only. Deterministic for a seed."""
+def sentence_pairs(chapters: list[str], n: int, seed: int = 0, min_gap: int = 1) -> list[tuple[str, str, int]]:
+    """BERT's next-sentence task: n pairs (A, B, label) from a list of chapter texts (in reading order), half of
+    each kind: label 0 (IsNext) = B is the sentence that follows A in its chapter; label 1 (NotNext) = B is a random
+    sentence of a chapter at least `min_gap` places away in the list (BERT drew it from anywhere in its corpus,
+    nearly always another document). Sentences of 4 to 40 words only. Deterministic for a seed."""
     import random
 
+    if not isinstance(min_gap, int) or min_gap < 1:
+        raise ValueError(f"min_gap must be a positive int, got {min_gap!r}")
     rng = random.Random(seed)
     sentences = [[s for s in split_sentences(text)] for text in chapters]
     fits = [[4 <= len(s.split()) <= 40 for s in chapter] for chapter in sentences]
     candidates = [(c, i) for c, chapter in enumerate(sentences) for i in range(len(chapter) - 1)
                   if fits[c][i] and fits[c][i + 1]]
-    if len(chapters) < 2 or len(candidates) < n:
+    if len(chapters) <= min_gap or len(candidates) < n:
         raise ValueError(f"asked for {n} pairs, but the {len(chapters)} chapters give {len(candidates)} "
-                         "consecutive pairs (and NotNext needs at least 2 chapters)")
+                         f"consecutive pairs (and NotNext needs at least {min_gap + 1} chapters, {min_gap} apart)")
     pairs = []
     for k, (c, i) in enumerate(rng.sample(candidates, n)):
         if k % 2 == 0:
             pairs.append((sentences[c][i], sentences[c][i + 1], 0))
         else:
-            other = rng.choice([o for o in range(len(sentences)) if o != c and any(fits[o])])
+            other = rng.choice([o for o in range(len(sentences)) if abs(o - c) >= min_gap and any(fits[o])])
             pairs.append((sentences[c][i], rng.choice([s for s, f in zip(sentences[other], fits[other]) if f]), 1))
     return pairs
 
@@ -286,30 +303,48 @@ def _load_checkpoint(name: str):
         return {key: f.get_tensor(key) for key in f.keys()}, f.metadata() or {}
 
 
+def _load_trained(model: nn.Module, weights: dict[str, torch.Tensor], name: str) -> nn.Module:
+    """Load what training changed (trainable_state) into a freshly built model; the rest is MiniLM's."""
+    expected = {key for key, p in model.named_parameters() if p.requires_grad}
+    if set(weights) != expected:
+        missing, extra = sorted(expected - set(weights)), sorted(set(weights) - expected)
+        raise ValueError(f"{name}: the checkpoint does not match the model (missing {missing[:3]}, "
+                         f"unexpected {extra[:3]})")
+    model.load_state_dict({k: v.float() for k, v in weights.items()}, strict=False)
+    return model.eval()
+
+
+def _lora_settings(metadata: dict) -> dict:
+    if "lora_rank" not in metadata:
+        return {}
+    return {"lora_rank": int(metadata["lora_rank"]), "lora_alpha": float(metadata["lora_alpha"])}
+
+
 def load_ner_tagger(name: str = NER_CHECKPOINT):
     """MiniLM (scratch Encoder) + the course's NER tagger -> (encoder, tagger, tokenizer, tags), in eval mode.
 
-    The tagger is a BlockTagger: its own copy of MiniLM's last block, fine-tuned, and a linear layer to the tags
-    (metadata 'tags', e.g. O B-PER I-PER B-LOC I-LOC); the encoder's blocks below it are MiniLM's, unchanged.
+    The tagger is a BlockTagger: its own copy of MiniLM's last block, adapted with LoRA (metadata 'lora_rank',
+    'lora_alpha'; without them, the whole block fine-tuned), and a linear layer to the tags (metadata 'tags',
+    e.g. O B-PER I-PER B-LOC I-LOC); the encoder's blocks below it are MiniLM's, unchanged.
     """
     weights, metadata = _load_checkpoint(name)
     if "tags" not in metadata:
         raise ValueError(f"{name}: metadata lacks 'tags'; is this a token-classification checkpoint?")
     tags = metadata["tags"].split()
     encoder, tokenizer = _minilm_encoder()
-    tagger = BlockTagger(encoder.blocks[-1], encoder.tok_embed.embedding_dim, len(tags), tokenizer.pad_token_id)
-    tagger.load_state_dict(weights)
-    return encoder, tagger.eval(), tokenizer, tags
+    tagger = BlockTagger(encoder.blocks[-1], encoder.tok_embed.embedding_dim, len(tags), tokenizer.pad_token_id,
+                         **_lora_settings(metadata))
+    return encoder, _load_trained(tagger, weights, name), tokenizer, tags
 
 
 def load_nsp_classifier(name: str = NSP_CHECKPOINT):
     """MiniLM (scratch Encoder) + the course's next-sentence head -> (encoder, classifier, tokenizer), in eval mode.
     The classifier's logits are (IsNext, NotNext), transformers' order."""
-    weights, _ = _load_checkpoint(name)
+    weights, metadata = _load_checkpoint(name)
     encoder, tokenizer = _minilm_encoder()
-    classifier = BlockPairClassifier(encoder.blocks[-1], encoder.tok_embed.embedding_dim, 2, tokenizer.pad_token_id)
-    classifier.load_state_dict(weights)
-    return encoder, classifier.eval(), tokenizer
+    classifier = BlockPairClassifier(encoder.blocks[-1], encoder.tok_embed.embedding_dim, 2, tokenizer.pad_token_id,
+                                     **_lora_settings(metadata))
+    return encoder, _load_trained(classifier, weights, name), tokenizer
 
 
 @torch.no_grad()

