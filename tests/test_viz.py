@@ -23,8 +23,26 @@ def test_heads_grid_has_one_panel_per_head():
     plt.close("all")
 
 
+def test_attention_grid_shares_one_labelled_colour_scale():
+    weights = torch.stack([torch.full((3, 3), 1 / 3), torch.eye(3)])      # uniform vs one-hot
+    fig = viz.plot_attention_grid(weights, list("abc"), list("abc"), titles=["uniform", "one-hot"], vmax=1.0)
+    panels = [ax for ax in fig.axes if ax.get_title() in ("uniform", "one-hot")]
+    assert len(panels) == 2 and all(ax.images[0].get_clim() == (0.0, 1.0) for ax in panels)
+    colorbars = [ax for ax in fig.axes if ax not in panels]
+    assert len(colorbars) == 1 and "attention weight" in colorbars[0].get_ylabel()
+    with pytest.raises(ValueError, match="one entry per panel"):
+        viz.plot_attention_grid(weights, titles=["only one"])
+    plt.close("all")
+
+
+def test_attention_heatmap_takes_a_fixed_colour_scale():
+    ax = viz.plot_attention(torch.full((2, 2), 0.5), vmax=1.0, colorbar=False)
+    assert ax.images[0].get_clim() == (0.0, 1.0)
+    plt.close("all")
+
+
 @pytest.mark.parametrize("call, shape", [(viz.plot_attention, (2, 3, 3)), (viz.plot_attention_heads, (3, 3)),
-                                         (viz.plot_positional_encoding, (4,))])
+                                         (viz.plot_attention_grid, (3, 3)), (viz.plot_positional_encoding, (4,))])
 def test_wrong_dimensions_are_refused(call, shape):
     with pytest.raises(ValueError, match="must be"):
         call(torch.zeros(shape))
