@@ -6,9 +6,11 @@
     blocks         LayerNorm, feed-forward, encoder and decoder blocks (lecture 5)
     models         Transformer (encoder-decoder), GPT (decoder-only), Encoder (BERT) (lectures 6-9)
     mlm            masked-LM pre-training: the 80/10/10 masking rule, fill-mask accuracy, MiniLM + MLM head (lecture 7)
+    span_corruption  T5's pre-training objective: noise spans -> sentinels; the shifted decoder input (lecture 9)
     training       the training loop every lecture that trains uses
     sampling       greedy, beam search, top-k, top-p, temperature; KV-cached generation (lecture 10)
-    tasks          toy data: numbers English -> German, characters of Moby-Dick; T5's text-to-text tasks (lecture 9)
+    tasks          toy data: numbers English -> German, characters of Moby-Dick; T5's text-to-text tasks, e-mails
+                   classified as text (lecture 9)
     viz            attention heatmaps and positional-encoding plots
     assets         where the pretrained models and the data live: fetched from registries, verified
     check          is this machine ready? OK/FAIL per package and asset (`python -m scratch.check`)
