@@ -108,7 +108,8 @@ def main() -> None:
     parser.add_argument("--train-with-entities", type=int, default=900, help="training sentences naming someone/where")
     parser.add_argument("--train-without", type=int, default=300, help="training sentences with no entity")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--lora-rank", type=int, default=16, help="0: fine-tune the whole last block")
+    parser.add_argument("--lora-rank", type=int, default=0,
+                        help="0 (the shipped checkpoint): fine-tune the whole last block; r > 0: LoRA of rank r")
     parser.add_argument("--lora-alpha", type=float, default=32.0)
     parser.add_argument("--lr", type=float, default=None,
                         help="for the block (default 1e-3 for LoRA, 1e-4 for the whole block); the head uses 1e-3")
