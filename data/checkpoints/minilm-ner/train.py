@@ -5,9 +5,9 @@ O is outside). No registry ships an English NER data set with a licence the cour
 here, by a rule that is written down: `entities.json` lists the names (written by hand for this course; its "how"
 field says how), and scratch.finetuning.gazetteer_tags marks every occurrence in the original, cased text.
 
-Model: the course's recipe from the spam section, made cheaper to store: MiniLM's first five blocks frozen (their
-outputs computed once and cached), the last block adapted with LoRA (rank --lora-rank adapters on its six Linears,
-plus its biases and LayerNorms; --lora-rank 0 fine-tunes the whole block instead), and a linear layer from each
+Model: the course's recipe from the spam section: MiniLM's first five blocks frozen (their outputs computed once
+and cached), the last block fine-tuned (the shipped checkpoint; --lora-rank r adapts it with rank-r LoRA adapters on
+its six Linears plus its biases and LayerNorms instead, a smaller file), and a linear layer from each
 token's vector to the 5 tags. The checkpoint holds only what training changed. Each word is
 labelled on its first WordPiece; its other pieces get -100 and are not scored (scratch.finetuning.label_first_pieces).
 MiniLM is *uncased*: it never sees the capital letters that the labels were made from.
