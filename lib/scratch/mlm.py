@@ -208,7 +208,7 @@ def load_minilm_lora_mlm(name: str = LORA_CHECKPOINT):
     path = assets.checkpoint_dir(name) / "model.safetensors"
     with safe_open(str(path), framework="pt") as f:
         metadata = f.metadata() or {}
-        trained = {key: f.get_tensor(key) for key in f.keys()}
+        trained = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 (safe_open is not a dict)
     if "lora_rank" not in metadata or "lora_alpha" not in metadata:
         raise ValueError(f"{path}: metadata lacks lora_rank/lora_alpha; is this a LoRA checkpoint?")
     model = minilm_mlm_with_lora(int(metadata["lora_rank"]), float(metadata["lora_alpha"]))
