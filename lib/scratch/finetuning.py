@@ -300,7 +300,7 @@ def _load_checkpoint(name: str):
     from scratch import assets
 
     with safe_open(str(assets.checkpoint_dir(name) / "model.safetensors"), framework="pt") as f:
-        return {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 (safe_open is not a dict), f.metadata() or {}
+        return {key: f.get_tensor(key) for key in f.keys()}, f.metadata() or {}  # noqa: SIM118 (safe_open is not a dict)
 
 
 def _load_trained(model: nn.Module, weights: dict[str, torch.Tensor], name: str) -> nn.Module:
