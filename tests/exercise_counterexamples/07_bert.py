@@ -70,13 +70,14 @@ def _variant(source: str, old: str, new: str) -> str:
 WRONG_SOLUTIONS = {
     1: {
         "the first [SEP] counted in segment 1": _variant(
-            _SEGMENTS_OK, "seps_before = is_sep.cumsum(dim=1) - is_sep", "seps_before = is_sep.cumsum(dim=1)"),
+            _SEGMENTS_OK, "seps_before = is_sep.cumsum(dim=1) - is_sep", "seps_before = is_sep.cumsum(dim=1)"
+        ),
         "padding after sentence B marked as segment 1": _variant(
-            _SEGMENTS_OK, "return ((seps_before == 1) & (input_ids != PAD)).long()",
-            "return (seps_before >= 1).long()"),
+            _SEGMENTS_OK, "return ((seps_before == 1) & (input_ids != PAD)).long()", "return (seps_before >= 1).long()"
+        ),
         "padding of a single sentence marked as segment 1": _variant(
-            _SEGMENTS_OK, "return ((seps_before == 1) & (input_ids != PAD)).long()",
-            "return (seps_before == 1).long()"),
+            _SEGMENTS_OK, "return ((seps_before == 1) & (input_ids != PAD)).long()", "return (seps_before == 1).long()"
+        ),
         "borrowed: decoded and tokenized again": """
 def segment_ids(input_ids):
     rows = []
@@ -90,21 +91,29 @@ def segment_ids(input_ids):
     },
     2: {
         "the random 10 % replaced by a constant ([PAD])": _variant(
-            _CORRUPT_OK, "random_ids = torch.randint(V, ids.shape, generator=generator)",
-            "random_ids = torch.full_like(ids, PAD)"),
+            _CORRUPT_OK,
+            "random_ids = torch.randint(V, ids.shape, generator=generator)",
+            "random_ids = torch.full_like(ids, PAD)",
+        ),
         "random tokens drawn from the batch, not the vocabulary": _variant(
-            _CORRUPT_OK, "random_ids = torch.randint(V, ids.shape, generator=generator)",
-            "random_ids = ids.flatten()[torch.randperm(ids.numel(), generator=generator)].view(ids.shape)"),
+            _CORRUPT_OK,
+            "random_ids = torch.randint(V, ids.shape, generator=generator)",
+            "random_ids = ids.flatten()[torch.randperm(ids.numel(), generator=generator)].view(ids.shape)",
+        ),
         "random numbers from torch's global generator": _variant(
-            _CORRUPT_OK, "random_ids = torch.randint(V, ids.shape, generator=generator)",
-            "random_ids = torch.randint(V, ids.shape)"),
+            _CORRUPT_OK,
+            "random_ids = torch.randint(V, ids.shape, generator=generator)",
+            "random_ids = torch.randint(V, ids.shape)",
+        ),
         "labels hold the corrupted ids": _variant(
-            _CORRUPT_OK, "    return inputs, labels",
-            "    return inputs, torch.where(picked, inputs, torch.full_like(ids, IGNORE_INDEX))"),
-        "special tokens can be picked": _variant(
-            _CORRUPT_OK, "< prob) & ~special", "< prob)"),
+            _CORRUPT_OK,
+            "    return inputs, labels",
+            "    return inputs, torch.where(picked, inputs, torch.full_like(ids, IGNORE_INDEX))",
+        ),
+        "special tokens can be picked": _variant(_CORRUPT_OK, "< prob) & ~special", "< prob)"),
         "10 % of the remaining 20 % become random (2 % overall)": _variant(
-            _CORRUPT_OK, "(action >= 0.8) & (action < 0.9)", "(action >= 0.8) & (action < 0.82)"),
+            _CORRUPT_OK, "(action >= 0.8) & (action < 0.9)", "(action >= 0.8) & (action < 0.82)"
+        ),
         "borrowed: scratch.mlm.mask_tokens": """
 def corrupt(ids, special, prob, generator):
     from scratch.mlm import mask_tokens
@@ -113,26 +122,37 @@ def corrupt(ids, special, prob, generator):
     },
     3: {
         "NotNext B may come from A's own document": _variant(
-            _PAIRS_OK, "                other = draw(len(documents) - 1)\n                other += other >= d\n",
-            "                other = draw(len(documents))\n"),
+            _PAIRS_OK,
+            "                other = draw(len(documents) - 1)\n                other += other >= d\n",
+            "                other = draw(len(documents))\n",
+        ),
         "NotNext B always from the next document": _variant(
-            _PAIRS_OK, "                other = draw(len(documents) - 1)\n                other += other >= d\n",
-            "                other = (d + 1) % len(documents)\n"),
+            _PAIRS_OK,
+            "                other = draw(len(documents) - 1)\n                other += other >= d\n",
+            "                other = (d + 1) % len(documents)\n",
+        ),
         "NotNext B always the first sentence of the other document": _variant(
-            _PAIRS_OK, "documents[other][draw(len(documents[other]))]", "documents[other][0]"),
+            _PAIRS_OK, "documents[other][draw(len(documents[other]))]", "documents[other][0]"
+        ),
         "IsNext B is the sentence after next": _variant(
-            _PAIRS_OK, "pairs.append((sentences[i], sentences[i + 1], 0))",
-            "pairs.append((sentences[i], sentences[min(i + 2, len(sentences) - 1)], 0))"),
-        "labels swapped (1 = IsNext)": _variant(
-            _PAIRS_OK, "sentences[i + 1], 0))", "sentences[i + 1], 1))").replace(
-                "draw(len(documents[other]))], 1))", "draw(len(documents[other]))], 0))"),
+            _PAIRS_OK,
+            "pairs.append((sentences[i], sentences[i + 1], 0))",
+            "pairs.append((sentences[i], sentences[min(i + 2, len(sentences) - 1)], 0))",
+        ),
+        "labels swapped (1 = IsNext)": _variant(_PAIRS_OK, "sentences[i + 1], 0))", "sentences[i + 1], 1))").replace(
+            "draw(len(documents[other]))], 1))", "draw(len(documents[other]))], 0))"
+        ),
         "random numbers from the random module": _variant(
-            _PAIRS_OK, "            if torch.rand(1, generator=generator).item() < 0.5:",
-            "            import random\n            if random.random() < 0.5:"),
+            _PAIRS_OK,
+            "            if torch.rand(1, generator=generator).item() < 0.5:",
+            "            import random\n            if random.random() < 0.5:",
+        ),
         "the last sentence of a document also gets a pair": _variant(
-            _PAIRS_OK, "for i in range(len(sentences) - 1):", "for i in range(len(sentences)):").replace(
-                "pairs.append((sentences[i], sentences[i + 1], 0))",
-                "pairs.append((sentences[i], sentences[min(i + 1, len(sentences) - 1)], 0))"),
+            _PAIRS_OK, "for i in range(len(sentences) - 1):", "for i in range(len(sentences)):"
+        ).replace(
+            "pairs.append((sentences[i], sentences[i + 1], 0))",
+            "pairs.append((sentences[i], sentences[min(i + 1, len(sentences) - 1)], 0))",
+        ),
     },
     4: {
         "pieces picked one by one": """
@@ -160,18 +180,26 @@ def whole_word_picks(tokens, prob, generator):
     return picks
 """,
         "'##' pieces treated as words of their own": _variant(
-            _WHOLE_WORD_OK, '        if not token.startswith("##"):\n            word_picked',
-            "        if True:\n            word_picked"),
+            _WHOLE_WORD_OK,
+            '        if not token.startswith("##"):\n            word_picked',
+            "        if True:\n            word_picked",
+        ),
         "[CLS] and [SEP] can be picked": _variant(
-            _WHOLE_WORD_OK, '        if token in ("[CLS]", "[SEP]", "[PAD]"):\n            word_picked = False\n'
-            "            continue\n", ""),
+            _WHOLE_WORD_OK,
+            '        if token in ("[CLS]", "[SEP]", "[PAD]"):\n            word_picked = False\n            continue\n',
+            "",
+        ),
         "random numbers from torch's global generator": _variant(
-            _WHOLE_WORD_OK, "torch.rand(1, generator=generator)", "torch.rand(1)"),
+            _WHOLE_WORD_OK, "torch.rand(1, generator=generator)", "torch.rand(1)"
+        ),
     },
     5: {
-        "no [MASK]: the token scores itself": _variant(_PLL_OK, "    copies[torch.arange(len(positions)), positions] = MASK\n", ""),
+        "no [MASK]: the token scores itself": _variant(
+            _PLL_OK, "    copies[torch.arange(len(positions)), positions] = MASK\n", ""
+        ),
         "all positions masked at once": _variant(
-            _PLL_OK, "copies[torch.arange(len(positions)), positions] = MASK", "copies[:, positions] = MASK"),
+            _PLL_OK, "copies[torch.arange(len(positions)), positions] = MASK", "copies[:, positions] = MASK"
+        ),
         "one model call per position": """
 def token_log_probs(model, ids):
     out = []
@@ -183,10 +211,13 @@ def token_log_probs(model, ids):
     return torch.stack(out)
 """,
         "logits read one position too far": _variant(
-            _PLL_OK, "log_probs = logits[torch.arange(len(positions)), positions].log_softmax(dim=-1)",
-            "log_probs = logits[torch.arange(len(positions)), positions + 1].log_softmax(dim=-1)"),
+            _PLL_OK,
+            "log_probs = logits[torch.arange(len(positions)), positions].log_softmax(dim=-1)",
+            "log_probs = logits[torch.arange(len(positions)), positions + 1].log_softmax(dim=-1)",
+        ),
         "softmax over the positions instead of the vocabulary": _variant(
-            _PLL_OK, "positions].log_softmax(dim=-1)", "positions].log_softmax(dim=0)"),
+            _PLL_OK, "positions].log_softmax(dim=-1)", "positions].log_softmax(dim=0)"
+        ),
         "[CLS] and [SEP] scored too": """
 def token_log_probs(model, ids):
     positions = torch.arange(0, len(ids))
@@ -198,6 +229,7 @@ def token_log_probs(model, ids):
     return log_probs[torch.arange(len(positions)), ids[positions]]
 """,
         "probabilities instead of log-probabilities": _variant(
-            _PLL_OK, "positions].log_softmax(dim=-1)", "positions].softmax(dim=-1)"),
+            _PLL_OK, "positions].log_softmax(dim=-1)", "positions].softmax(dim=-1)"
+        ),
     },
 }
