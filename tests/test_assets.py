@@ -1,4 +1,5 @@
 """Assets are pinned, verified, described in data/README.md, and fail with an error that says the fix."""
+
 import io
 import subprocess
 import tarfile
@@ -66,8 +67,9 @@ def test_missing_npm_names_the_fix(tmp_path, monkeypatch):
 def test_registry_failure_names_the_fix(tmp_path, monkeypatch):
     pkg = fake_package(tmp_path, monkeypatch)
     monkeypatch.setattr(assets.shutil, "which", lambda name: "/usr/bin/npm")
-    monkeypatch.setattr(assets.subprocess, "run",
-                        lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "ENOTFOUND registry"))
+    monkeypatch.setattr(
+        assets.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "ENOTFOUND registry")
+    )
     with pytest.raises(assets.AssetError, match=r"(?s)npm pack left-pad@1.3.0.*failed.*ENOTFOUND.*make assets"):
         assets._fetch_npm(pkg)
 
@@ -116,8 +118,14 @@ def test_austen_is_six_whole_novels():
         pytest.skip("Jane Austen's novels come from a Debian package: this system has no apt-get")
     chapters = assets.austen_chapters()
     per_book = {book: sum(c["book"] == book for c in chapters) for book in assets.AUSTEN_BOOKS}
-    assert per_book == {"sensesensibility": 50, "prideprejudice": 61, "mansfieldpark": 48, "emma": 55,
-                        "northangerabbey": 31, "persuasion": 24}
+    assert per_book == {
+        "sensesensibility": 50,
+        "prideprejudice": 61,
+        "mansfieldpark": 48,
+        "emma": 55,
+        "northangerabbey": 31,
+        "persuasion": 24,
+    }
     pride = next(c for c in chapters if c["book"] == "prideprejudice")
     assert pride["text"].startswith("It is a truth universally acknowledged, that a single man in possession of a good")
     assert 3_900_000 < sum(len(c["text"]) for c in chapters) < 4_100_000
@@ -142,10 +150,29 @@ def _xdr(*parts) -> bytes:
 def test_read_r_serialized_decodes_vectors_and_names():
     import struct
 
-    char = lambda s: struct.pack(">2i", 9 | (1 << 15), len(s)) + s.encode()          # a CHARSXP, UTF-8 flagged
+    char = lambda s: struct.pack(">2i", 9 | (1 << 15), len(s)) + s.encode()  # a CHARSXP, UTF-8 flagged
     # list(a = c("x", NA), b = 1:2): a VECSXP with a names attribute (a pairlist tagged by the symbol "names")
-    data = _xdr(19 | (1 << 9), 2, 16, 2, char("x"), 9, -1, 13, 2, 1, 2,
-                2 | (1 << 10), 1, char("names"), 16, 2, char("a"), char("b"), 254)
+    data = _xdr(
+        19 | (1 << 9),
+        2,
+        16,
+        2,
+        char("x"),
+        9,
+        -1,
+        13,
+        2,
+        1,
+        2,
+        2 | (1 << 10),
+        1,
+        char("names"),
+        16,
+        2,
+        char("a"),
+        char("b"),
+        254,
+    )
     assert assets.read_r_serialized(data) == {"a": ["x", None], "b": [1, 2]}
     assert assets.read_r_serialized(_xdr(14, 1, struct.pack(">d", 0.5))) == [0.5]
     with pytest.raises(ValueError, match="not an R serialization"):

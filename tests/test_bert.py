@@ -1,4 +1,5 @@
 """Lecture 7: BERT's masked-LM pieces (scratch.mlm) and the shipped fill-mask checkpoint."""
+
 import json
 
 import pytest
@@ -6,8 +7,17 @@ import torch
 
 import scratch  # noqa: F401  (offline environment before transformers)
 from scratch import assets
-from scratch.mlm import (HEAD_CHECKPOINT, IGNORE_INDEX, fill_mask_accuracy, heldout_chapters, load_minilm_mlm,
-                         mask_tokens, masked_word_eval_set, single_token_words, token_windows)
+from scratch.mlm import (
+    HEAD_CHECKPOINT,
+    IGNORE_INDEX,
+    fill_mask_accuracy,
+    heldout_chapters,
+    load_minilm_mlm,
+    mask_tokens,
+    masked_word_eval_set,
+    single_token_words,
+    token_windows,
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +46,13 @@ def test_checkpoint_is_a_small_head_only(metrics):
     folder = assets.checkpoint_dir(HEAD_CHECKPOINT)
     with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
         names = set(f.keys())
-    assert names == {"cls.predictions.bias", "cls.predictions.transform.dense.weight",
-                     "cls.predictions.transform.dense.bias", "cls.predictions.transform.LayerNorm.weight",
-                     "cls.predictions.transform.LayerNorm.bias"}
+    assert names == {
+        "cls.predictions.bias",
+        "cls.predictions.transform.dense.weight",
+        "cls.predictions.transform.dense.bias",
+        "cls.predictions.transform.LayerNorm.weight",
+        "cls.predictions.transform.LayerNorm.bias",
+    }
     assert (folder / "model.safetensors").stat().st_size < 1_000_000
     assert (folder / "train.py").is_file() and (folder / "README.md").is_file()
     assert set(metrics["variants"]) == {"head", "scratch"} and metrics["chosen"] == "head"
@@ -48,7 +62,7 @@ def test_checkpoint_is_a_small_head_only(metrics):
 
 def test_shipped_head_reaches_its_reported_accuracy(mlm, metrics, held_out_examples):
     model, _ = mlm
-    quick = held_out_examples[:metrics["evaluation"]["quick_sample_windows"]]
+    quick = held_out_examples[: metrics["evaluation"]["quick_sample_windows"]]
     measured = fill_mask_accuracy(model, quick)
     reported = metrics["variants"]["head"]["quick_sample"]
     assert measured["n"] == reported["n"]
@@ -92,19 +106,37 @@ def test_mask_tokens_follows_the_80_10_10_rule():
     assert (seen == 103).float().mean().item() == pytest.approx(0.8, abs=0.01)
     assert (seen == original).float().mean().item() == pytest.approx(0.1, abs=0.01)
     same = mask_tokens(ids, special, 103, 30522, generator=torch.Generator().manual_seed(1))
-    assert torch.equal(same[0], inputs) and torch.equal(same[1], labels)          # reproducible
+    assert torch.equal(same[0], inputs) and torch.equal(same[1], labels)  # reproducible
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: mask_tokens(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.bool), 1, 10), TypeError, "integer tensor"),
-    (lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.bool), 1, 10),
-     ValueError, "special_mask must be"),
-    (lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), 1, 10, prob=1.5),
-     ValueError, "prob must be in"),
-    (lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), 10, 10),
-     ValueError, "mask_id 10 is outside"),
-    (lambda: fill_mask_accuracy(None, []), ValueError, "examples is empty"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda: mask_tokens(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.bool), 1, 10),
+            TypeError,
+            "integer tensor",
+        ),
+        (
+            lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.bool), 1, 10),
+            ValueError,
+            "special_mask must be",
+        ),
+        (
+            lambda: mask_tokens(
+                torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), 1, 10, prob=1.5
+            ),
+            ValueError,
+            "prob must be in",
+        ),
+        (
+            lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), 10, 10),
+            ValueError,
+            "mask_id 10 is outside",
+        ),
+        (lambda: fill_mask_accuracy(None, []), ValueError, "examples is empty"),
+    ],
+)
 def test_bad_input_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -115,8 +147,9 @@ def test_windows_and_eval_set(mlm):
     with pytest.raises(ValueError, match="max_len must be at least 3"):
         token_windows(tokenizer, ["a b c"], max_len=2)
     windows = token_windows(tokenizer, ["Call me Ishmael. " * 40], max_len=16)
-    assert windows and all(len(w) == 16 and w[0] == tokenizer.cls_token_id and w[-1] == tokenizer.sep_token_id
-                           for w in windows)
+    assert windows and all(
+        len(w) == 16 and w[0] == tokenizer.cls_token_id and w[-1] == tokenizer.sep_token_id for w in windows
+    )
     ids = tokenizer("the whale unbelievably surfaced").input_ids
     positions = single_token_words(tokenizer, ids)
     assert [tokenizer.convert_ids_to_tokens(ids[p]) for p in positions] == ["the", "whale", "surfaced"]
@@ -154,10 +187,9 @@ def test_lora_checkpoint_holds_only_what_training_changed(lora_mlm, lora_metrics
         names = set(f.keys())
     assert names == {n for n, p in model.named_parameters() if p.requires_grad}
     assert any("lora_a" in n for n in names) and "cls.predictions.bias" in names
-    assert not any(n.endswith(("query.base.weight", "word_embeddings.weight")) for n in names)   # frozen: not stored
+    assert not any(n.endswith(("query.base.weight", "word_embeddings.weight")) for n in names)  # frozen: not stored
     assert path.stat().st_size < 5_000_000
-    assert lora_metrics["training"]["trainable_params"] == sum(
-        p.numel() for p in model.parameters() if p.requires_grad)
+    assert lora_metrics["training"]["trainable_params"] == sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
 
 
@@ -170,7 +202,7 @@ def test_lora_model_reaches_its_reported_accuracy(lora_mlm, lora_metrics):
     examples = masked_word_eval_set(tokenizer, windows, seed=evaluation["seed"])
     reported = lora_metrics["results"]["moby_dick"]
     assert len(examples) == reported["windows"] and sum(len(e[2]) for e in examples) == reported["masked_words"]
-    measured = fill_mask_accuracy(model, examples[:evaluation["quick_sample_windows"]])
+    measured = fill_mask_accuracy(model, examples[: evaluation["quick_sample_windows"]])
     assert measured["n"] == reported["quick_sample"]["n"]
     assert measured["top1"] == pytest.approx(reported["quick_sample"]["top1"], abs=0.005)
     assert measured["top5"] == pytest.approx(reported["quick_sample"]["top5"], abs=0.005)
@@ -184,13 +216,13 @@ def test_lora_model_reaches_its_reported_accuracy(lora_mlm, lora_metrics):
 def test_context_free_baseline_is_recomputed_from_the_training_words(lora_mlm, lora_metrics):
     _, tokenizer = lora_mlm
     train, held = heldout_chapters(assets.moby_dick_chapters())
-    windows = lambda chapters: token_windows(tokenizer, [c["text"] for c in chapters], 64)   # noqa: E731
+    windows = lambda chapters: token_windows(tokenizer, [c["text"] for c in chapters], 64)  # noqa: E731
     test_targets = torch.cat([e[2] for e in masked_word_eval_set(tokenizer, windows(held), seed=0)])
     baseline = context_free_baselines(word_targets(tokenizer, windows(train)), test_targets)
     reported = lora_metrics["results"]["moby_dick"]["baseline_from_training_words"]
     assert tokenizer.convert_ids_to_tokens(baseline["guesses"]) == reported["guesses"]
     assert baseline["top1"] == pytest.approx(reported["top1"]) and baseline["top5"] == pytest.approx(reported["top5"])
-    assert all(g.isalpha() for g in reported["guesses"])                   # guesses that can be right
+    assert all(g.isalpha() for g in reported["guesses"])  # guesses that can be right
 
 
 def test_lora_fill_mask_answers_match_metrics(lora_mlm, lora_metrics):
@@ -213,9 +245,20 @@ def test_context_free_baselines_break_ties_and_refuse_empty_input():
 
 # ---------------------------------------------------------------- NER and NSP checkpoints
 
-from scratch.finetuning import (NER_CHECKPOINT, NSP_CHECKPOINT, bio_spans, gazetteer_tags,  # noqa: E402
-                                is_next_probability, load_ner_tagger, load_nsp_classifier, sentence_pairs,
-                                span_scores, split_sentences, split_words, tag_words)
+from scratch.finetuning import (
+    NER_CHECKPOINT,
+    NSP_CHECKPOINT,
+    bio_spans,
+    gazetteer_tags,  # noqa: E402
+    is_next_probability,
+    load_ner_tagger,
+    load_nsp_classifier,
+    sentence_pairs,
+    span_scores,
+    split_sentences,
+    split_words,
+    tag_words,
+)
 
 
 def test_ner_tagger_reaches_its_reported_scores():
@@ -230,7 +273,7 @@ def test_ner_tagger_reaches_its_reported_scores():
     sentences = [w for c in held for s in split_sentences(c["text"]) if 3 <= len(w := split_words(s)) <= 60]
     reported = metrics["results"]["moby_dick"]
     assert len(sentences) == reported["sentences"]
-    quick = sentences[:metrics["evaluation"]["quick_sample_sentences"]]
+    quick = sentences[: metrics["evaluation"]["quick_sample_sentences"]]
     predicted = tag_words(encoder, tagger, tokenizer, tags, quick, metrics["evaluation"]["max_tokens"])
     scores = span_scores([bio_spans(gazetteer_tags(w, names)) for w in quick], [bio_spans(t) for t in predicted])
     for kind, expected in reported["quick_sample"].items():
@@ -248,13 +291,13 @@ def test_nsp_head_reaches_its_reported_accuracy_and_answers_the_lecture_pairs():
     metrics = json.loads((assets.checkpoint_dir(NSP_CHECKPOINT) / "metrics.json").read_text())
     encoder, classifier, tokenizer = load_nsp_classifier()
     _, held = heldout_chapters(assets.moby_dick_chapters())
-    test = sentence_pairs([c["text"] for c in held], metrics["test_pairs"], seed=1)[:metrics["quick_sample_pairs"]]
+    test = sentence_pairs([c["text"] for c in held], metrics["test_pairs"], seed=1)[: metrics["quick_sample_pairs"]]
     p_next = is_next_probability(encoder, classifier, tokenizer, [(a, b) for a, b, _ in test])
     accuracy = ((p_next < 0.5).long() == torch.tensor([label for *_, label in test])).float().mean().item()
     assert accuracy == pytest.approx(metrics["quick_sample_accuracy"], abs=0.01)
     lecture = metrics["lecture_pairs"]
     p = is_next_probability(encoder, classifier, tokenizer, [(x["a"], x["b"]) for x in lecture])
     assert p.tolist() == pytest.approx([x["p_is_next"] for x in lecture], abs=1e-3)
-    assert p[0] > p[1]            # milk is the likelier follower (the shipped head calls both IsNext: see its README)
+    assert p[0] > p[1]  # milk is the likelier follower (the shipped head calls both IsNext: see its README)
     with pytest.raises(ValueError, match="at least one"):
         is_next_probability(encoder, classifier, tokenizer, [])

@@ -1,5 +1,6 @@
 """`python -m scratch.check`: one OK/FAIL line per pinned package and asset, a fix for each FAIL,
 and nothing fetched while checking."""
+
 import subprocess
 import sys
 
@@ -58,7 +59,6 @@ def test_runs_as_a_module():
     assert "OK" in result.stdout and "torch" in result.stdout and "asset minilm" in result.stdout
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
     assert result.returncode == (1 if failed else 0)
-
 
 
 def test_kernel_check_names_a_missing_or_unpinned_kernel(monkeypatch):

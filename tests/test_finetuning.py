@@ -1,13 +1,27 @@
 """scratch.finetuning: LoRA, BIO labels and spans, span scores, gazetteer labels, sentence pairs (lecture 7)."""
+
 import pytest
 import torch
 from torch import nn
 
 import scratch  # noqa: F401  (offline environment before transformers)
-from scratch.finetuning import (IGNORE_INDEX, BlockPairClassifier, BlockTagger, LoRALinear, add_lora, bio_spans,
-                                frozen_block_outputs, trim_padding,
-                                gazetteer_tags, label_first_pieces, sentence_pairs, span_scores, split_sentences,
-                                split_words, trainable_state)
+from scratch.finetuning import (
+    IGNORE_INDEX,
+    BlockPairClassifier,
+    BlockTagger,
+    LoRALinear,
+    add_lora,
+    bio_spans,
+    frozen_block_outputs,
+    trim_padding,
+    gazetteer_tags,
+    label_first_pieces,
+    sentence_pairs,
+    span_scores,
+    split_sentences,
+    split_words,
+    trainable_state,
+)
 
 
 def test_lora_starts_as_the_base_layer_and_trains_only_the_adapters():
@@ -15,24 +29,25 @@ def test_lora_starts_as_the_base_layer_and_trains_only_the_adapters():
     base = nn.Linear(12, 7)
     lora = LoRALinear(base, rank=3, alpha=6.0)
     x = torch.randn(5, 12)
-    assert torch.equal(lora(x), base(x))                                  # B = 0: exactly the pretrained layer
+    assert torch.equal(lora(x), base(x))  # B = 0: exactly the pretrained layer
     lora(x).pow(2).sum().backward()
     assert base.weight.grad is None and lora.lora_b.grad is not None
     with torch.no_grad():
         lora.lora_b.normal_()
-    expected = x @ (base.weight + 2.0 * lora.lora_b @ lora.lora_a).T + base.bias   # alpha / rank = 2
+    expected = x @ (base.weight + 2.0 * lora.lora_b @ lora.lora_a).T + base.bias  # alpha / rank = 2
     assert torch.allclose(lora(x), expected, atol=1e-5)
     assert torch.allclose(lora.merged_weight(), base.weight + 2.0 * lora.lora_b @ lora.lora_a)
-    assert sum(p.numel() for p in lora.parameters() if p.requires_grad) == 3 * (12 + 7) + 7   # A, B and the bias
+    assert sum(p.numel() for p in lora.parameters() if p.requires_grad) == 3 * (12 + 7) + 7  # A, B and the bias
 
 
 def test_add_lora_wraps_every_linear_of_bert_blocks():
     from transformers import BertConfig, BertModel
 
-    model = BertModel(BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                                 vocab_size=50))
+    model = BertModel(
+        BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, vocab_size=50)
+    )
     names = add_lora(model.encoder, rank=4)
-    assert len(names) == 2 * 6                                             # Q, K, V, attention output, FFN in, out
+    assert len(names) == 2 * 6  # Q, K, V, attention output, FFN in, out
     assert all(isinstance(model.encoder.get_submodule(n), LoRALinear) for n in names)
     for p in model.parameters():
         p.requires_grad_(False)
@@ -40,18 +55,21 @@ def test_add_lora_wraps_every_linear_of_bert_blocks():
     assert list(trainable_state(model)) == ["encoder.layer.0.attention.self.query.lora_a"]
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: LoRALinear(nn.Conv1d(2, 2, 1)), TypeError, "wraps an nn.Linear"),
-    (lambda: LoRALinear(nn.Linear(4, 4), rank=0), ValueError, "rank must be a positive int"),
-    (lambda: LoRALinear(nn.Linear(4, 3), rank=4), ValueError, "rank 4 exceeds"),
-    (lambda: add_lora(nn.ReLU()), ValueError, "holds no nn.Linear"),
-    (lambda: label_first_pieces([None, 0, 2], [1, 1]), ValueError, "outside word_labels"),
-    (lambda: bio_spans(["O", "PER"]), ValueError, "tag 'PER' at position 1"),
-    (lambda: span_scores([set()], []), ValueError, "1 gold sentences but 0 predicted"),
-    (lambda: gazetteer_tags(["x"], {"PER": ["Paris"], "LOC": ["Paris"]}), ValueError, "both PER and LOC"),
-    (lambda: gazetteer_tags(["x"], {"PER": ["  "]}), ValueError, "empty PER entry"),
-    (lambda: sentence_pairs(["One two three four. Five six seven eight."], 1), ValueError, "at least 2 chapters"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: LoRALinear(nn.Conv1d(2, 2, 1)), TypeError, "wraps an nn.Linear"),
+        (lambda: LoRALinear(nn.Linear(4, 4), rank=0), ValueError, "rank must be a positive int"),
+        (lambda: LoRALinear(nn.Linear(4, 3), rank=4), ValueError, "rank 4 exceeds"),
+        (lambda: add_lora(nn.ReLU()), ValueError, "holds no nn.Linear"),
+        (lambda: label_first_pieces([None, 0, 2], [1, 1]), ValueError, "outside word_labels"),
+        (lambda: bio_spans(["O", "PER"]), ValueError, "tag 'PER' at position 1"),
+        (lambda: span_scores([set()], []), ValueError, "1 gold sentences but 0 predicted"),
+        (lambda: gazetteer_tags(["x"], {"PER": ["Paris"], "LOC": ["Paris"]}), ValueError, "both PER and LOC"),
+        (lambda: gazetteer_tags(["x"], {"PER": ["  "]}), ValueError, "empty PER entry"),
+        (lambda: sentence_pairs(["One two three four. Five six seven eight."], 1), ValueError, "at least 2 chapters"),
+    ],
+)
 def test_bad_input_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -67,9 +85,9 @@ def test_first_piece_labels_with_the_real_tokenizer():
     enc = tokenizer(words, is_split_into_words=True)
     labels = label_first_pieces(enc.word_ids(), [1, 0, 1, 0])
     pieces = tokenizer.convert_ids_to_tokens(enc.input_ids)
-    assert len(labels) == len(pieces) and labels[0] == labels[-1] == IGNORE_INDEX     # [CLS], [SEP]
+    assert len(labels) == len(pieces) and labels[0] == labels[-1] == IGNORE_INDEX  # [CLS], [SEP]
     scored = [(p, l) for p, l in zip(pieces, labels) if l != IGNORE_INDEX]
-    assert [l for _, l in scored] == [1, 0, 1, 0]                        # one label per word, on its first piece
+    assert [l for _, l in scored] == [1, 0, 1, 0]  # one label per word, on its first piece
     assert all(not p.startswith("##") for p, _ in scored) and len(pieces) > len(words) + 2
 
 
@@ -90,19 +108,23 @@ def test_gazetteer_labels_longest_name_first_and_leave_the_possessive_out():
     tags = gazetteer_tags(words, {"PER": ["Ahab", "Darcy"], "LOC": ["New Bedford", "Cape of Good Hope", "Cape"]})
     spans = {(k, " ".join(words[s:e])) for k, s, e in bio_spans(tags)}
     assert spans == {("PER", "Ahab"), ("LOC", "New Bedford"), ("LOC", "Cape of Good Hope"), ("PER", "Darcy")}
-    assert gazetteer_tags(["ahab", "AHAB"], {"PER": ["Ahab"]}) == ["O", "B-PER"]      # as listed, or in capitals
+    assert gazetteer_tags(["ahab", "AHAB"], {"PER": ["Ahab"]}) == ["O", "B-PER"]  # as listed, or in capitals
 
 
 def test_sentences_and_pairs():
-    assert split_sentences("Mr. Darcy bowed. She smiled! \"Well?\" he said.\nA new line") == \
-        ["Mr. Darcy bowed.", "She smiled!", "\"Well?\" he said.", "A new line"]
+    assert split_sentences('Mr. Darcy bowed. She smiled! "Well?" he said.\nA new line') == [
+        "Mr. Darcy bowed.",
+        "She smiled!",
+        '"Well?" he said.',
+        "A new line",
+    ]
     chapters = [" ".join(f"Chapter {c} sentence number {i} here." for i in range(6)) for c in range(3)]
     pairs = sentence_pairs(chapters, 10, seed=0)
     assert [label for *_, label in pairs] == [0, 1] * 5
     for a, b, label in pairs:
         same_chapter = a.split()[1] == b.split()[1]
         if label == 0:
-            assert same_chapter and int(b.split()[4]) == int(a.split()[4]) + 1      # B follows A
+            assert same_chapter and int(b.split()[4]) == int(a.split()[4]) + 1  # B follows A
         else:
             assert not same_chapter
     assert sentence_pairs(chapters, 10, seed=0) == pairs
@@ -112,14 +134,14 @@ def test_block_heads_have_the_right_shapes():
     from scratch.models import Encoder
 
     torch.manual_seed(0)
-    encoder = Encoder(vocab_size=30, d_model=16, h=2, N=2, d_ff=32, max_len=12).eval()   # no dropout
+    encoder = Encoder(vocab_size=30, d_model=16, h=2, N=2, d_ff=32, max_len=12).eval()  # no dropout
     ids = torch.tensor([[1, 5, 6, 2, 0], [1, 7, 2, 0, 0]])
     h = encoder.hidden_states(ids)[-2]
     assert BlockTagger(encoder.blocks[-1], 16, 5)(h, ids).shape == (2, 5, 5)
     pair = BlockPairClassifier(encoder.blocks[-1], 16, 2).eval()
     assert pair(h, ids).shape == (2, 2)
-    assert torch.allclose(pair.block(h, None)[0], encoder.blocks[-1](h, None)[0])   # a copy of the last block
-    cached = frozen_block_outputs(encoder, ids, batch=1)                  # each row cut to its own length
+    assert torch.allclose(pair.block(h, None)[0], encoder.blocks[-1](h, None)[0])  # a copy of the last block
+    cached = frozen_block_outputs(encoder, ids, batch=1)  # each row cut to its own length
     real = ids != 0
     assert torch.allclose(cached[real], h[real], atol=1e-5) and (cached[~real] == 0).all()
     short_ids, short_h = trim_padding(ids, cached)

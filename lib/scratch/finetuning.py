@@ -12,6 +12,7 @@ Hu et al. (2021), "LoRA": a pretrained weight W (d_out × d_in) stays frozen; tr
 A (r × d_in) with r ≪ d, and the layer computes W x + (α/r) B A x. B starts at zero, so training starts from the
 pretrained model exactly; the update B A has rank at most r, and costs r (d_in + d_out) numbers instead of d_in d_out.
 """
+
 from __future__ import annotations
 
 import math
@@ -120,8 +121,14 @@ def span_scores(gold: list[set], predicted: list[set]) -> dict[str, dict]:
         precision = correct / n_pred if n_pred else 0.0
         recall = correct / n_gold if n_gold else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        scores[kind] = {"precision": precision, "recall": recall, "f1": f1,
-                        "gold": n_gold, "predicted": n_pred, "correct": correct}
+        scores[kind] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "gold": n_gold,
+            "predicted": n_pred,
+            "correct": correct,
+        }
     return scores
 
 
@@ -155,9 +162,9 @@ def gazetteer_tags(words: list[str], entities: dict[str, list[str]]) -> list[str
     tags, i = ["O"] * len(words), 0
     while i < len(words):
         for n in range(min(longest, len(words) - i), 0, -1):
-            kind = names.get(tuple(words[i:i + n]))
+            kind = names.get(tuple(words[i : i + n]))
             if kind is not None:
-                tags[i:i + n] = [f"B-{kind}"] + [f"I-{kind}"] * (n - 1)
+                tags[i : i + n] = [f"B-{kind}"] + [f"I-{kind}"] * (n - 1)
                 i += n
                 break
         else:
@@ -176,9 +183,11 @@ def split_sentences(text: str) -> list[str]:
 
 # ---------------------------------------------------------------- fine-tuning only the last block (lecture 7's recipe)
 
+
 @torch.no_grad()
-def frozen_block_outputs(encoder, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                         batch: int = 64) -> torch.Tensor:
+def frozen_block_outputs(
+    encoder, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, batch: int = 64
+) -> torch.Tensor:
     """The output of all blocks but the last of a scratch.models.Encoder = the last block's input, (n, T, d_model).
 
     When only the last block is trained, the blocks below never change: compute their output once, then train on it.
@@ -189,7 +198,7 @@ def frozen_block_outputs(encoder, ids: torch.Tensor, token_type_ids: torch.Tenso
     order = lengths.argsort(descending=True)
     out = torch.zeros(*ids.shape, encoder.tok_embed.embedding_dim)
     for i in range(0, len(ids), batch):
-        rows = order[i:i + batch]
+        rows = order[i : i + batch]
         longest = int(lengths[rows].max())
         types = None if token_type_ids is None else token_type_ids[rows, :longest]
         out[rows, :longest] = encoder.hidden_states(ids[rows, :longest], token_type_ids=types)[-2]
@@ -222,8 +231,15 @@ class BlockTagger(nn.Module):
     Input: the frozen blocks' output h (batch, T, d_model) and the ids (for the padding mask) -> (batch, T, n_tags).
     """
 
-    def __init__(self, block: nn.Module, d_model: int, n_tags: int, pad_id: int = 0, lora_rank: int | None = None,
-                 lora_alpha: float = 16.0):
+    def __init__(
+        self,
+        block: nn.Module,
+        d_model: int,
+        n_tags: int,
+        pad_id: int = 0,
+        lora_rank: int | None = None,
+        lora_alpha: float = 16.0,
+    ):
         super().__init__()
         self.block, self.pad_id = trainable_copy(block, lora_rank, lora_alpha), pad_id
         self.head = nn.Linear(d_model, n_tags)
@@ -239,8 +255,15 @@ class BlockPairClassifier(nn.Module):
     with LoRA when lora_rank is given), then the [CLS] vector through a pooler (dense + tanh) and
     Linear(d_model, n_classes). -> (batch, n_classes) logits."""
 
-    def __init__(self, block: nn.Module, d_model: int, n_classes: int = 2, pad_id: int = 0,
-                 lora_rank: int | None = None, lora_alpha: float = 16.0):
+    def __init__(
+        self,
+        block: nn.Module,
+        d_model: int,
+        n_classes: int = 2,
+        pad_id: int = 0,
+        lora_rank: int | None = None,
+        lora_alpha: float = 16.0,
+    ):
         super().__init__()
         self.block, self.pad_id = trainable_copy(block, lora_rank, lora_alpha), pad_id
         self.pooler, self.head = nn.Linear(d_model, d_model), nn.Linear(d_model, n_classes)
@@ -248,7 +271,7 @@ class BlockPairClassifier(nn.Module):
     def forward(self, h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         from scratch.attention import padding_mask
 
-        cls = self.block(h, padding_mask(ids, self.pad_id))[:, 0]                 # the [CLS] position
+        cls = self.block(h, padding_mask(ids, self.pad_id))[:, 0]  # the [CLS] position
         return self.head(torch.tanh(self.pooler(cls)))
 
 
@@ -264,11 +287,14 @@ def sentence_pairs(chapters: list[str], n: int, seed: int = 0, min_gap: int = 1)
     rng = random.Random(seed)
     sentences = [[s for s in split_sentences(text)] for text in chapters]
     fits = [[4 <= len(s.split()) <= 40 for s in chapter] for chapter in sentences]
-    candidates = [(c, i) for c, chapter in enumerate(sentences) for i in range(len(chapter) - 1)
-                  if fits[c][i] and fits[c][i + 1]]
+    candidates = [
+        (c, i) for c, chapter in enumerate(sentences) for i in range(len(chapter) - 1) if fits[c][i] and fits[c][i + 1]
+    ]
     if len(chapters) <= min_gap or len(candidates) < n:
-        raise ValueError(f"asked for {n} pairs, but the {len(chapters)} chapters give {len(candidates)} "
-                         f"consecutive pairs (and NotNext needs at least {min_gap + 1} chapters, {min_gap} apart)")
+        raise ValueError(
+            f"asked for {n} pairs, but the {len(chapters)} chapters give {len(candidates)} "
+            f"consecutive pairs (and NotNext needs at least {min_gap + 1} chapters, {min_gap} apart)"
+        )
     pairs = []
     for k, (c, i) in enumerate(rng.sample(candidates, n)):
         if k % 2 == 0:
@@ -308,8 +334,9 @@ def _load_trained(model: nn.Module, weights: dict[str, torch.Tensor], name: str)
     expected = {key for key, p in model.named_parameters() if p.requires_grad}
     if set(weights) != expected:
         missing, extra = sorted(expected - set(weights)), sorted(set(weights) - expected)
-        raise ValueError(f"{name}: the checkpoint does not match the model (missing {missing[:3]}, "
-                         f"unexpected {extra[:3]})")
+        raise ValueError(
+            f"{name}: the checkpoint does not match the model (missing {missing[:3]}, unexpected {extra[:3]})"
+        )
     model.load_state_dict({k: v.float() for k, v in weights.items()}, strict=False)
     return model.eval()
 
@@ -332,8 +359,13 @@ def load_ner_tagger(name: str = NER_CHECKPOINT):
         raise ValueError(f"{name}: metadata lacks 'tags'; is this a token-classification checkpoint?")
     tags = metadata["tags"].split()
     encoder, tokenizer = _minilm_encoder()
-    tagger = BlockTagger(encoder.blocks[-1], encoder.tok_embed.embedding_dim, len(tags), tokenizer.pad_token_id,
-                         **_lora_settings(metadata))
+    tagger = BlockTagger(
+        encoder.blocks[-1],
+        encoder.tok_embed.embedding_dim,
+        len(tags),
+        tokenizer.pad_token_id,
+        **_lora_settings(metadata),
+    )
     return encoder, _load_trained(tagger, weights, name), tokenizer, tags
 
 
@@ -342,20 +374,23 @@ def load_nsp_classifier(name: str = NSP_CHECKPOINT):
     The classifier's logits are (IsNext, NotNext), transformers' order."""
     weights, metadata = _load_checkpoint(name)
     encoder, tokenizer = _minilm_encoder()
-    classifier = BlockPairClassifier(encoder.blocks[-1], encoder.tok_embed.embedding_dim, 2, tokenizer.pad_token_id,
-                                     **_lora_settings(metadata))
+    classifier = BlockPairClassifier(
+        encoder.blocks[-1], encoder.tok_embed.embedding_dim, 2, tokenizer.pad_token_id, **_lora_settings(metadata)
+    )
     return encoder, _load_trained(classifier, weights, name), tokenizer
 
 
 @torch.no_grad()
-def tag_words(encoder, tagger, tokenizer, tags: list[str], sentences: list[list[str]],
-              max_tokens: int = 96) -> list[list[str]]:
+def tag_words(
+    encoder, tagger, tokenizer, tags: list[str], sentences: list[list[str]], max_tokens: int = 96
+) -> list[list[str]]:
     """One tag per word for each sentence (a list of words, as split_words gives): the tag predicted at the word's
     first WordPiece. Words cut off by max_tokens get 'O'."""
     if not sentences or any(not s for s in sentences):
         raise ValueError("give at least one sentence, each a non-empty list of words")
-    enc = tokenizer(sentences, is_split_into_words=True, truncation=True, max_length=max_tokens, padding=True,
-                    return_tensors="pt")
+    enc = tokenizer(
+        sentences, is_split_into_words=True, truncation=True, max_length=max_tokens, padding=True, return_tensors="pt"
+    )
     best = tagger(frozen_block_outputs(encoder, enc.input_ids), enc.input_ids).argmax(-1)
     out = []
     for row, words in enumerate(sentences):
@@ -373,7 +408,8 @@ def is_next_probability(encoder, classifier, tokenizer, pairs: list[tuple[str, s
     """P(IsNext) for each (A, B) pair, packed as [CLS] A [SEP] B [SEP] with segment ids 0 and 1."""
     if not pairs or any(len(p) < 2 for p in pairs):
         raise ValueError("give at least one (sentence A, sentence B) pair")
-    enc = tokenizer([p[0] for p in pairs], [p[1] for p in pairs], truncation=True, max_length=128, padding=True,
-                    return_tensors="pt")
+    enc = tokenizer(
+        [p[0] for p in pairs], [p[1] for p in pairs], truncation=True, max_length=128, padding=True, return_tensors="pt"
+    )
     logits = classifier(frozen_block_outputs(encoder, enc.input_ids, enc.token_type_ids), enc.input_ids)
     return logits.softmax(-1)[:, 0]

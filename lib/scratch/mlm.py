@@ -16,6 +16,7 @@
 MiniLM ships no MLM head (it was fine-tuned for sentence embeddings); data/checkpoints/minilm-mlm-head/
 holds the small head trained by its train.py, and metrics.json the accuracies measured there.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,8 +25,14 @@ HEAD_CHECKPOINT = "minilm-mlm-head"
 IGNORE_INDEX = -100  # label of positions that are not predicted (PyTorch's cross_entropy default)
 
 
-def mask_tokens(ids: torch.Tensor, special_mask: torch.Tensor, mask_id: int, vocab_size: int,
-                prob: float = 0.15, generator: torch.Generator | None = None):
+def mask_tokens(
+    ids: torch.Tensor,
+    special_mask: torch.Tensor,
+    mask_id: int,
+    vocab_size: int,
+    prob: float = 0.15,
+    generator: torch.Generator | None = None,
+):
     """BERT's masking: returns (inputs, labels), both (batch, T) like ids.
 
     Each non-special token is picked with probability `prob`. A picked token becomes [MASK] with
@@ -36,15 +43,17 @@ def mask_tokens(ids: torch.Tensor, special_mask: torch.Tensor, mask_id: int, voc
     if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"ids must be an integer tensor, got {getattr(ids, 'dtype', type(ids).__name__)}")
     if not isinstance(special_mask, torch.Tensor) or special_mask.shape != ids.shape:
-        raise ValueError(f"special_mask must be a bool tensor of the shape of ids {tuple(ids.shape)}, "
-                         f"got {tuple(special_mask.shape) if isinstance(special_mask, torch.Tensor) else special_mask}")
+        raise ValueError(
+            f"special_mask must be a bool tensor of the shape of ids {tuple(ids.shape)}, "
+            f"got {tuple(special_mask.shape) if isinstance(special_mask, torch.Tensor) else special_mask}"
+        )
     if not 0.0 < prob < 1.0:
         raise ValueError(f"prob must be in (0, 1), got {prob}")
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"mask_id {mask_id} is outside the vocabulary [0, {vocab_size})")
     picked = (torch.rand(ids.shape, generator=generator) < prob) & ~special_mask.bool()
     labels = torch.where(picked, ids, torch.full_like(ids, IGNORE_INDEX))
-    action = torch.rand(ids.shape, generator=generator)                     # one draw decides 80/10/10
+    action = torch.rand(ids.shape, generator=generator)  # one draw decides 80/10/10
     to_mask = picked & (action < 0.8)
     to_random = picked & (action >= 0.8) & (action < 0.9)
     random_ids = torch.randint(vocab_size, ids.shape, generator=generator, dtype=ids.dtype)
@@ -63,9 +72,9 @@ def token_windows(tokenizer, texts: list[str], max_len: int = 64) -> list[list[i
     body = max_len - 2
     windows = []
     for text in texts:
-        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]   # long texts are the point
+        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]  # long texts are the point
         for start in range(0, len(ids), body):
-            chunk = ids[start:start + body]
+            chunk = ids[start : start + body]
             if len(chunk) == body:
                 windows.append([tokenizer.cls_token_id, *chunk, tokenizer.sep_token_id])
     return windows
@@ -74,9 +83,14 @@ def token_windows(tokenizer, texts: list[str], max_len: int = 64) -> list[list[i
 def single_token_words(tokenizer, ids: list[int]) -> list[int]:
     """Positions of whole alphabetic words that are one WordPiece token (not '##x', not followed by '##x')."""
     tokens = tokenizer.convert_ids_to_tokens(ids)
-    return [i for i, tok in enumerate(tokens)
-            if tok.isalpha() and tok.isascii() and tok not in tokenizer.all_special_tokens
-            and not (i + 1 < len(tokens) and tokens[i + 1].startswith("##"))]
+    return [
+        i
+        for i, tok in enumerate(tokens)
+        if tok.isalpha()
+        and tok.isascii()
+        and tok not in tokenizer.all_special_tokens
+        and not (i + 1 < len(tokens) and tokens[i + 1].startswith("##"))
+    ]
 
 
 def masked_word_eval_set(tokenizer, windows: list[list[int]], prob: float = 0.15, seed: int = 0):
@@ -109,12 +123,12 @@ def fill_mask_accuracy(model, examples, batch_size: int = 32) -> dict:
     model.eval()
     top1 = top5 = n = 0
     for start in range(0, len(examples), batch_size):
-        batch = examples[start:start + batch_size]
+        batch = examples[start : start + batch_size]
         ids = torch.nn.utils.rnn.pad_sequence([e[0] for e in batch], batch_first=True)
         attention_mask = torch.nn.utils.rnn.pad_sequence([torch.ones_like(e[0]) for e in batch], batch_first=True)
-        logits = model(input_ids=ids, attention_mask=attention_mask).logits       # (batch, T, vocab)
+        logits = model(input_ids=ids, attention_mask=attention_mask).logits  # (batch, T, vocab)
         for row, (_, positions, targets) in enumerate(batch):
-            best = logits[row, positions].topk(5, dim=-1).indices                 # (k, 5)
+            best = logits[row, positions].topk(5, dim=-1).indices  # (k, 5)
             top1 += (best[:, 0] == targets).sum().item()
             top5 += (best == targets[:, None]).any(-1).sum().item()
             n += len(targets)
@@ -141,19 +155,21 @@ def load_minilm_mlm(name: str = HEAD_CHECKPOINT):
 
     head = load_file(assets.checkpoint_dir(name) / "model.safetensors")
     verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()            # MiniLM has no cls.* weights: the "newly initialised" notice is expected
+    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
     try:
         model = BertForMaskedLM.from_pretrained(assets.minilm_dir(), attn_implementation="eager")
     finally:
         logging.set_verbosity(verbosity)
-    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}   # = word embeddings, = bias
+    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}  # = word embeddings, = bias
     expected = {k for k in model.state_dict() if k.startswith("cls.") and k not in tied}
     if set(head) != expected:
         raise ValueError(f"{name}: expected the head tensors {sorted(expected)}, found {sorted(head)}")
     model.load_state_dict(head, strict=False)
     predictions = model.cls.predictions
-    if (predictions.decoder.weight.data_ptr() != model.bert.embeddings.word_embeddings.weight.data_ptr()
-            or predictions.decoder.bias.data_ptr() != predictions.bias.data_ptr()):
+    if (
+        predictions.decoder.weight.data_ptr() != model.bert.embeddings.word_embeddings.weight.data_ptr()
+        or predictions.decoder.bias.data_ptr() != predictions.bias.data_ptr()
+    ):
         raise RuntimeError("the MLM decoder is not tied to the word embeddings and the head's bias")
     return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
 
@@ -177,7 +193,7 @@ def minilm_mlm_with_lora(rank: int = 16, alpha: float = 32.0):
     from scratch.finetuning import add_lora
 
     verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()            # MiniLM has no cls.* weights: the "newly initialised" notice is expected
+    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
     try:
         model = BertForMaskedLM.from_pretrained(assets.minilm_dir())
     finally:
@@ -187,10 +203,13 @@ def minilm_mlm_with_lora(rank: int = 16, alpha: float = 32.0):
     add_lora(model.bert.encoder, rank=rank, alpha=alpha)
     for name, p in model.named_parameters():
         in_encoder = name.startswith("bert.encoder.")
-        if ("lora_" in name or (in_encoder and (name.endswith(".bias") or ".LayerNorm." in name))
-                or name.startswith("cls.predictions.")):
+        if (
+            "lora_" in name
+            or (in_encoder and (name.endswith(".bias") or ".LayerNorm." in name))
+            or name.startswith("cls.predictions.")
+        ):
             p.requires_grad_(True)
-    model.bert.embeddings.word_embeddings.weight.requires_grad_(False)   # = the decoder's weight
+    model.bert.embeddings.word_embeddings.weight.requires_grad_(False)  # = the decoder's weight
     return model
 
 
@@ -215,8 +234,10 @@ def load_minilm_lora_mlm(name: str = LORA_CHECKPOINT):
     expected = {key for key, p in model.named_parameters() if p.requires_grad}
     if set(trained) != expected:
         missing, extra = sorted(expected - set(trained)), sorted(set(trained) - expected)
-        raise ValueError(f"{name}: the checkpoint does not match the adapted model (missing {missing[:3]}..., "
-                         f"unexpected {extra[:3]}...)")
+        raise ValueError(
+            f"{name}: the checkpoint does not match the adapted model (missing {missing[:3]}..., "
+            f"unexpected {extra[:3]}...)"
+        )
     model.load_state_dict(trained, strict=False)
     return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
 
@@ -235,9 +256,12 @@ def context_free_baselines(train_targets: torch.Tensor, test_targets: torch.Tens
     """
     if train_targets.numel() == 0 or test_targets.numel() == 0:
         raise ValueError("both the training and the test targets must be non-empty")
-    ids, counts = torch.unique(train_targets, return_counts=True)        # ids ascending
+    ids, counts = torch.unique(train_targets, return_counts=True)  # ids ascending
     order = sorted(range(len(ids)), key=lambda i: (-counts[i].item(), ids[i].item()))[:k]
     guesses = ids[order]
-    return {"top1": (test_targets == guesses[0]).float().mean().item(),
-            f"top{k}": torch.isin(test_targets, guesses).float().mean().item(),
-            "guesses": guesses.tolist(), "n": test_targets.numel()}
+    return {
+        "top1": (test_targets == guesses[0]).float().mean().item(),
+        f"top{k}": torch.isin(test_targets, guesses).float().mean().item(),
+        "guesses": guesses.tolist(),
+        "n": test_targets.numel(),
+    }
