@@ -200,7 +200,7 @@ def test_blocks_bad_input():
     with pytest.raises(ValueError, match="dropout"):
         DecoderBlock(32, 4, 64, dropout=-0.1)
     block = DecoderBlock(32, 4, 64)
-    with pytest.raises(ValueError, match="memory must have shape"):
+    with pytest.raises(ValueError, match=r"key must have shape \(..., d_model=32\)"):
         block(torch.randn(2, 5, 32), torch.randn(2, 5, 16))
     with pytest.raises(ValueError, match="same batch size"):
         block(torch.randn(2, 5, 32), torch.randn(3, 4, 32))
