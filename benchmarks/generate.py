@@ -15,7 +15,7 @@ on a shared machine); the uncached run is slow and runs once. Throughput = new t
 Target: KV cache >= 1.0x transformers.
 
 Why "shared weights": decoding one token reads every weight from memory once, so the speed depends on where the
-540 MB of weights lie. transformers' weights are pages of the memory-mapped safetensors file; GPT.from_hf_llama
+540 MB of weights lie. transformers' weights are pages of the memory-mapped safetensors file; from_hf_llama
 copies them into new memory, and on some machines (a virtual machine, here) the very same matrix products run
 measurably slower on one copy than on another. With shared weights both decoders read the same memory, so the
 comparison measures the code alone.
@@ -30,6 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import scratch
 from scratch import assets
 from scratch.models import GPT
+from scratch.pretrained import from_hf_llama
 from scratch.sampling import generate
 
 TARGET = 1.0
@@ -77,8 +78,8 @@ def main():
     path = assets.smollm2_dir()
     tokenizer = AutoTokenizer.from_pretrained(path)
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    model = GPT.from_hf_llama(hf)
-    shared = share_weights(GPT.from_hf_llama(hf), hf)
+    model = from_hf_llama(hf)
+    shared = share_weights(from_hf_llama(hf), hf)
     ids = tokenizer(PROMPT, return_tensors="pt").input_ids
     n = args.new_tokens
     print(f"SmolLM2-135M-Instruct, float32, {args.threads} thread(s), prompt {ids.shape[1]} tokens, {n} new tokens, "

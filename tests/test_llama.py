@@ -2,16 +2,17 @@
 modules, a tiny random LlamaForCausalLM, the real SmolLM2-135M-Instruct (logits and greedy text), bad input."""
 import pytest
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, \
-    LlamaForCausalLM
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding
 
 from scratch.attention import MultiHeadAttention, causal_mask
 from scratch.blocks import EncoderBlock, RMSNorm, SwiGLUFeedForward
 from scratch.embeddings import RotaryEmbedding
-from scratch.models import GPT
+from scratch.models import GPT, GPTConfig
+from scratch.pretrained import from_hf_llama
+from scratch.sampling import generate
 
-
+# tiny_llama (a random transformers Llama and ours with its weights) and smollm2 are in conftest.py
 
 
 def randn(*shape, seed=0, dtype=torch.float32):
@@ -124,47 +125,24 @@ def test_gqa_is_mha_with_shared_key_value_heads():
 
 # ---------------------------------------------------------------- a tiny random Llama
 
-@pytest.fixture(scope="module")
-def tiny_llama():
-    torch.manual_seed(0)
-    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-                         num_hidden_layers=2, vocab_size=100, max_position_embeddings=64, tie_word_embeddings=True,
-                         attn_implementation="eager")
-    model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():                                 # norm gains away from 1, so they are tested too
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.add_(0.1 * torch.randn_like(p))
-    return model
-
-
 def test_from_hf_llama_tiny_same_logits(tiny_llama):
-    model = GPT.from_hf_llama(tiny_llama)
+    hf, model = tiny_llama
     assert not model.training and model.lm_head.weight is model.tok_embed.weight and model.pos_embed is None
     block = model.blocks[0]
     assert isinstance(block.norm1, RMSNorm) and isinstance(block.ffn, SwiGLUFeedForward)
     assert block.self_attn.n_kv_heads == 2 and block.self_attn.rotary is model.blocks[1].self_attn.rotary
-    assert len(model.state_dict()) == len(tiny_llama.state_dict())   # no extra keys: RoPE tables are not saved
+    assert len(model.state_dict()) == len(hf.state_dict())   # no extra keys: RoPE tables are not saved
     x = torch.randint(100, (3, 17), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        expected = tiny_llama(x).logits
+        expected = hf(x).logits
         logits = model(x)
     torch.testing.assert_close(logits, expected, atol=1e-5, rtol=0)
-
-
-def test_from_hf_llama_tiny_same_greedy_tokens(tiny_llama):
-    model = GPT.from_hf_llama(tiny_llama)
-    prompt = torch.randint(3, 100, (2, 5), generator=torch.Generator().manual_seed(2))
-    expected = tiny_llama.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=20,
-                                   do_sample=False, eos_token_id=None, pad_token_id=0)
-    assert torch.equal(model.generate(prompt, 20), expected)
 
 
 def test_llama_style_gpt_from_scratch():
     """The options work without transformers too: a Llama-shaped GPT trains like any other."""
     torch.manual_seed(0)
-    model = GPT(vocab_size=30, d_model=32, h=4, N=2, d_ff=64, max_len=16, bias=False, norm="rmsnorm",
-                ffn="swiglu", positional="rotary", n_kv_heads=2)
+    model = GPT(GPTConfig.llama(vocab_size=30, d_model=32, h=4, N=2, d_ff=64, max_len=16, n_kv_heads=2))
     assert "pos_embed.embedding.weight" not in model.state_dict()
     assert not any(name.endswith("bias") for name in model.state_dict())
     x = torch.randint(30, (2, 10))
@@ -174,7 +152,7 @@ def test_llama_style_gpt_from_scratch():
     loss = torch.nn.functional.cross_entropy(model(x)[:, :-1].reshape(-1, 30), x[:, 1:].reshape(-1))
     loss.backward()
     assert all(p.grad is not None for p in model.parameters())
-    assert model.generate(x[:, :3], 5).shape == (2, 8)
+    assert generate(model, x[:, :3], 5).shape == (2, 8)
 
 
 # ---------------------------------------------------------------- the real SmolLM2-135M-Instruct
@@ -218,9 +196,9 @@ def test_smollm2_same_logits(smollm2):
 
 def test_smollm2_same_greedy_continuation(smollm2):
     hf, model, tokenizer = smollm2
-    ids = tokenizer(PROMPTS[0], return_tensors="pt").input_ids   # one prompt: no KV cache yet, so it is slow
+    ids = tokenizer(PROMPTS[0], return_tensors="pt").input_ids   # the whole sequence every step, as lecture 8
     expected = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=20, do_sample=False)
-    ours = model.generate(ids, 20, eos_id=hf.generation_config.eos_token_id)
+    ours = generate(model, ids, 20, eos_id=hf.generation_config.eos_token_id, use_cache=False)
     assert torch.equal(ours, expected), (tokenizer.decode(ours[0]), tokenizer.decode(expected[0]))
     assert tokenizer.decode(ours[0, ids.shape[1]:]).startswith(" Paris")
 
@@ -228,7 +206,7 @@ def test_smollm2_same_greedy_continuation(smollm2):
 # ---------------------------------------------------------------- bad input
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="n_kv_heads .* dividing .* h \\(8\\)"):
+    with pytest.raises(ValueError, match="n_kv_heads \\(3\\) must divide .* h \\(8\\)"):
         MultiHeadAttention(64, 8, n_kv_heads=3)
     with pytest.raises(ValueError, match="n_kv_heads"):
         MultiHeadAttention(64, 8, n_kv_heads=0)
@@ -245,19 +223,17 @@ def test_bad_input():
         EncoderBlock(32, 4, 64, norm="batchnorm")
     with pytest.raises(ValueError, match="unknown ffn 'moe'"):
         EncoderBlock(32, 4, 64, ffn="moe")
-    with pytest.raises(ValueError, match="always gates with SiLU"):
-        EncoderBlock(32, 4, 64, ffn="swiglu", activation="relu")
     config = dict(vocab_size=10, d_model=32, h=4, N=1, d_ff=64, max_len=8)
     with pytest.raises(ValueError, match="unknown norm 'rms'"):
-        GPT(**config, norm="rms")
+        GPTConfig(**config, norm="rms")
     with pytest.raises(ValueError, match="unknown ffn 'glu'"):
-        GPT(**config, ffn="glu")
+        GPT(GPTConfig(**config, ffn="glu"))
     with pytest.raises(ValueError, match="unknown positional 'sinusoidal'"):
-        GPT(**config, positional="sinusoidal")
+        GPTConfig(**config, positional="sinusoidal")
     with pytest.raises(ValueError, match="n_kv_heads"):
-        GPT(**config, n_kv_heads=3)
+        GPT(GPTConfig(**config, n_kv_heads=3))
     with pytest.raises(ValueError, match="d_head must be even"):
-        GPT(vocab_size=10, d_model=12, h=4, N=1, d_ff=8, max_len=8, positional="rotary")
+        GPT(GPTConfig.llama(vocab_size=10, d_model=12, h=4, n_kv_heads=2, N=1, d_ff=8, max_len=8))
     with pytest.raises(ValueError, match="eps"):
         RMSNorm(8, eps=0)
     with pytest.raises(ValueError, match="d_model=8"):
@@ -266,9 +242,9 @@ def test_bad_input():
         SwiGLUFeedForward(8, 16)(torch.ones(2, 8, dtype=torch.long))
     gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10, n_positions=8,
                                       bos_token_id=0, eos_token_id=0))
-    with pytest.raises(ValueError, match="expected a Llama model, got model_type 'gpt2'"):
-        GPT.from_hf_llama(gpt2)
+    with pytest.raises(ValueError, match="expected a 'llama' model, got model_type 'gpt2'"):
+        from_hf_llama(gpt2)
     gelu_llama = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=16, num_attention_heads=2,
                                               num_hidden_layers=1, vocab_size=10, hidden_act="gelu"))
     with pytest.raises(ValueError, match="hidden_act 'gelu'"):
-        GPT.from_hf_llama(gelu_llama)
+        from_hf_llama(gelu_llama)

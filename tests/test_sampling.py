@@ -5,16 +5,16 @@ import itertools
 
 import pytest
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, \
-    LlamaForCausalLM
-from transformers.generation.logits_process import LogitsProcessorList, TemperatureLogitsWarper, \
-    TopKLogitsWarper, TopPLogitsWarper
+from transformers.generation.logits_process import (LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
+                                                    TopPLogitsWarper)
 
-from scratch.attention import KVCache, MultiHeadAttention, causal_mask
+from scratch.attention import MultiHeadAttention, causal_mask
 from scratch.embeddings import RotaryEmbedding
-from scratch.models import GPT
-from scratch.sampling import apply_temperature, distinct_n, generate, process_logits, repetition, top_k_filter, \
-    top_p_filter
+from scratch.models import GPT, GPTConfig
+from scratch.sampling import (KVCache, apply_temperature, distinct_n, generate, new_kv_cache, process_logits,
+                              repetition, top_k_filter, top_p_filter)
+
+# tiny_gpt2, tiny_llama (a random transformers model and ours with its weights) and smollm2 are in conftest.py
 
 
 def hf_generate(model, prompt, max_new_tokens, **kwargs):
@@ -23,38 +23,6 @@ def hf_generate(model, prompt, max_new_tokens, **kwargs):
     kwargs.setdefault("pad_token_id", kwargs["eos_token_id"] if kwargs["eos_token_id"] is not None else 0)
     kwargs.setdefault("do_sample", False)
     return model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=max_new_tokens, **kwargs)
-
-
-def sharpen_(model, scale, seed=0):
-    """Scale the weight matrices and shift the norm gains: a random model's distributions get peaks and ties
-    become rare, as in a trained one."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.add_(0.1 * torch.randn(p.shape, generator=g))
-            else:
-                p.mul_(scale)
-    return model
-
-
-@pytest.fixture(scope="module")
-def tiny_gpt2():
-    torch.manual_seed(0)
-    config = GPT2Config(n_layer=2, n_head=4, n_embd=64, vocab_size=100, n_positions=64, resid_pdrop=0.0,
-                        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=99)
-    hf = sharpen_(GPT2LMHeadModel(config).eval(), 8.0)
-    return hf, GPT.from_hf_gpt2(hf)
-
-
-@pytest.fixture(scope="module")
-def tiny_llama():
-    torch.manual_seed(0)
-    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-                         num_hidden_layers=2, vocab_size=100, max_position_embeddings=64, tie_word_embeddings=True,
-                         attn_implementation="eager")
-    hf = sharpen_(LlamaForCausalLM(config).eval(), 3.0)
-    return hf, GPT.from_hf_llama(hf)
 
 
 PROMPT = torch.randint(1, 99, (3, 5), generator=torch.Generator().manual_seed(2))
@@ -172,17 +140,37 @@ def test_beam_search_equals_transformers(tiny_gpt2, num_beams, with_eos):
         assert torch.equal(got, expected), (num_beams, eos, type(model).__name__, use_cache)
 
 
-def test_beam_search_options_equal_transformers(tiny_gpt2, tiny_llama):
-    """length_penalty (normalisation by length ** penalty) and early_stopping (False, True, "never"), with EOS."""
+def test_beam_search_length_penalty_equals_transformers(tiny_gpt2, tiny_llama):
+    """Finished hypotheses are ranked by score / length ** length_penalty: with an EOS that ends some early, every
+    penalty gives transformers' result (whose default early_stopping=False is the stopping rule used here)."""
     for hf, ours in (tiny_gpt2, tiny_llama):
         for num_beams in (2, 4):
             eos = pick_eos(hf, num_beams, 10)             # ends a hypothesis early with the default options
-            for length_penalty, early_stopping in itertools.product((1.0, 0.0, 2.0, -1.0), (False, True, "never")):
+            for length_penalty in (1.0, 0.0, 2.0, -1.0):
                 expected = hf_generate(hf, PROMPT, 10, num_beams=num_beams, eos_token_id=eos,
-                                       length_penalty=length_penalty, early_stopping=early_stopping)
-                got = generate(ours, PROMPT, 10, "beam", num_beams=num_beams, eos_id=eos,
-                               length_penalty=length_penalty, early_stopping=early_stopping)
-                assert torch.equal(got, expected), (num_beams, length_penalty, early_stopping)
+                                       length_penalty=length_penalty)
+                got = generate(ours, PROMPT, 10, "beam", num_beams=num_beams, eos_id=eos, length_penalty=length_penalty)
+                assert torch.equal(got, expected), (num_beams, length_penalty)
+
+
+def test_beam_search_is_the_inline_search_without_eos(tiny_llama):
+    """Lecture 10's inline beam search (keep the num_beams best of beams x V, no EOS) finds the same best beam."""
+    _, ours = tiny_llama
+
+    def inline(prompt, num_beams, steps):
+        beams, scores = prompt, torch.zeros(1)
+        for _ in range(steps):
+            log_p = torch.log_softmax(ours(beams)[:, -1], dim=-1)
+            best = (scores[:, None] + log_p).flatten().topk(num_beams)
+            parents, tokens = best.indices // log_p.shape[-1], best.indices % log_p.shape[-1]
+            beams, scores = torch.cat([beams[parents], tokens[:, None]], dim=1), best.values
+        return beams[0]
+
+    with torch.no_grad():
+        for row in range(PROMPT.shape[0]):
+            for num_beams in (2, 3):
+                expected = inline(PROMPT[row:row + 1], num_beams, 8)
+                assert torch.equal(generate(ours, PROMPT[row:row + 1], 8, "beam", num_beams=num_beams)[0], expected)
 
 
 def test_beam_search_finds_more_probable_sequences_than_greedy(tiny_gpt2):
@@ -243,13 +231,13 @@ def test_logits_transform_and_per_row_policies(tiny_gpt2):
 @pytest.mark.parametrize("style", ["gpt2", "llama"])
 def test_kv_cache_logits_equal_recomputation(style):
     torch.manual_seed(0)
-    options = dict(bias=False, norm="rmsnorm", ffn="swiglu", positional="rotary", n_kv_heads=2) \
-        if style == "llama" else {}
-    model = GPT(vocab_size=50, d_model=32, h=4, N=2, d_ff=64, max_len=32, **options).double().eval()
+    preset = GPTConfig.llama if style == "llama" else GPTConfig.gpt2
+    model = GPT(preset(vocab_size=50, d_model=32, h=4, N=2, d_ff=64, max_len=32, n_kv_heads=2 if style == "llama"
+                       else None)).double().eval()
     x = torch.randint(50, (3, 14))
     with torch.no_grad():
         full, full_weights = model(x, need_weights=True)
-        cache = model.new_kv_cache()
+        cache = new_kv_cache(model)
         pieces = [model(x[:, :5], kv_cache=cache)]                        # the prompt at once, then one by one
         for t in range(5, 12):
             pieces.append(model(x[:, t:t + 1], kv_cache=cache))
@@ -277,8 +265,8 @@ def test_kv_cache_in_attention_and_causal_mask_with_past():
 
 
 def test_grouped_query_attention_with_every_kind_of_mask():
-    """GQA stacks each K/V head's query heads as rows instead of copying K and V: the same as ordinary attention
-    whose W^K, W^V repeat each K/V head for its group, for masks of every broadcastable shape."""
+    """GQA (each K/V head repeated for its group of query heads) is ordinary attention whose W^K, W^V repeat each
+    K/V head for its group, for masks of every broadcastable shape."""
     d_model, h, n_kv, d_k, n = 24, 6, 2, 4, 5
     torch.manual_seed(0)
     gqa = MultiHeadAttention(d_model, h, n_kv_heads=n_kv).double().eval()
@@ -341,6 +329,18 @@ def test_generate_with_any_callable_and_restores_mode(tiny_gpt2):
     finally:
         ours.eval()
     assert torch.equal(generate(ours, PROMPT, 0), PROMPT)
+
+
+def test_a_longer_text_slides_the_window_of_max_len_tokens():
+    """Past max_len tokens the model sees its last max_len (the cache cannot slide, so they are recomputed)."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig.gpt2(vocab_size=20, d_model=16, h=2, N=1, d_ff=32, max_len=8)).eval()
+    prompt = torch.randint(20, (2, 6))
+    out = generate(model, prompt, 5)
+    assert out.shape == (2, 11) and torch.equal(out, generate(model, prompt, 5, use_cache=False))
+    with torch.no_grad():
+        for t in range(6, 11):                            # token t was chosen from the (at most) 8 before it
+            assert torch.equal(out[:, t], model(out[:, max(0, t - 8):t])[:, -1].argmax(-1))
 
 
 # ---------------------------------------------------------------- the real SmolLM2-135M-Instruct
@@ -433,12 +433,8 @@ def test_bad_input(tiny_gpt2):
         generate(ours, PROMPT, 5, "nucleus")
     with pytest.raises(ValueError, match="top_p only apply to strategy='sample'"):
         generate(ours, PROMPT, 5, "greedy", top_p=0.9)
-    with pytest.raises(ValueError, match="early_stopping"):
-        generate(ours, PROMPT, 5, "beam", early_stopping="always")
     with pytest.raises(ValueError, match="eos_id = 100 is outside the vocabulary"):
         generate(ours, PROMPT, 5, eos_id=100)
-    with pytest.raises(ValueError, match="exceed the model's max_len = 64"):
-        generate(ours, PROMPT, 60)
     with pytest.raises(ValueError, match="use_cache=False"):
         generate(lambda ids: ours(ids), PROMPT, 5)
     with pytest.raises(TypeError, match="model must be"):
@@ -446,14 +442,14 @@ def test_bad_input(tiny_gpt2):
     # the cache
     with pytest.raises(TypeError, match="list of 2 KVCache"):
         ours(PROMPT, kv_cache=[KVCache()])
-    cache = ours.new_kv_cache()
+    cache = new_kv_cache(ours)
     with torch.no_grad():
         ours(PROMPT, kv_cache=cache)
-        with pytest.raises(ValueError, match="the cache holds a batch of 3 rows, ids has 1"):
+        with pytest.raises(ValueError, match="the cache holds keys of shape .*3, 4, 5, 16.* do not fit"):
             ours(PROMPT[:1], kv_cache=cache)
         with pytest.raises(ValueError, match="5 cached positions \\+ 60 new tokens exceed"):
             ours(torch.zeros(3, 60, dtype=torch.long), kv_cache=cache)
-    with pytest.raises(ValueError, match="past .* must be an int >= 0"):
+    with pytest.raises(ValueError, match="past .* must be at least 0"):
         causal_mask(3, past=-1)
-    with pytest.raises(ValueError, match="KV cache is for self-attention"):
+    with pytest.raises(ValueError, match="KV cache are for self-attention"):
         MultiHeadAttention(32, 4)(torch.randn(1, 3, 32), torch.randn(1, 4, 32), kv_cache=KVCache())

@@ -81,34 +81,34 @@ def test_vocabulary():
 
 
 def test_number_translation_dataset():
-    data = number_translation_dataset(seed=1, n_train=300, n_test=100, max_number=999)
-    assert len(data.train_numbers) == 300 and len(data.test_numbers) == 100
-    assert not set(data.train_numbers) & set(data.test_numbers)      # held out
-    assert data.train_src.shape[0] == 300 and data.test_tgt.shape[0] == 100
-    assert data.train_src.shape[1] == data.test_src.shape[1] and data.train_tgt.dtype == torch.long
+    data = number_translation_dataset(seed=1, n_train=300, n_val=100, max_number=999)
+    assert len(data.train_numbers) == 300 and len(data.val_numbers) == 100
+    assert not set(data.train_numbers) & set(data.val_numbers)      # held out
+    assert data.train_src.shape[0] == 300 and data.val_tgt.shape[0] == 100
+    assert data.train_src.shape[1] == data.val_src.shape[1] and data.train_tgt.dtype == torch.long
     for i in (0, 57, 299):
         n = data.train_numbers[i]
         assert data.english(data.train_src[i]) == english_number(n)
         assert data.german(data.train_tgt[i]) == german_number(n)
         assert data.train_tgt[i, 0] == data.tgt_vocab.bos_id
-    again = number_translation_dataset(seed=1, n_train=300, n_test=100, max_number=999)
-    assert again.train_numbers == data.train_numbers and torch.equal(again.test_tgt, data.test_tgt)
-    assert number_translation_dataset(seed=2, n_train=300, n_test=100, max_number=999).train_numbers \
+    again = number_translation_dataset(seed=1, n_train=300, n_val=100, max_number=999)
+    assert again.train_numbers == data.train_numbers and torch.equal(again.val_tgt, data.val_tgt)
+    assert number_translation_dataset(seed=2, n_train=300, n_val=100, max_number=999).train_numbers \
         != data.train_numbers
-    src, tgt_in, tgt_out = data.get_batch("test", 16, torch.Generator().manual_seed(0))
-    assert src.shape == (16, data.test_src.shape[1]) and tgt_in.shape == tgt_out.shape
+    src, tgt_in, tgt_out = data.get_batch("val", 16, torch.Generator().manual_seed(0))
+    assert src.shape == (16, data.val_src.shape[1]) and tgt_in.shape == tgt_out.shape
     assert (tgt_in[:, 0] == data.tgt_vocab.bos_id).all()
     assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])              # shifted by one: teacher forcing
-    with pytest.raises(ValueError, match="n_train \\+ n_test <= 1000"):
-        number_translation_dataset(n_train=900, n_test=101, max_number=999)
-    with pytest.raises(ValueError, match="split must be"):
-        data.get_batch("val")
+    with pytest.raises(ValueError, match="n_train \\+ n_val <= 1000"):
+        number_translation_dataset(n_train=900, n_val=101, max_number=999)
+    with pytest.raises(ValueError, match="unknown split 'test'; choose one of train, val"):
+        data.get_batch("test")
 
 
 def test_bad_numbers():
     with pytest.raises(ValueError, match="0..999999"):
         german_number(1_000_000)
-    with pytest.raises(ValueError, match="0..999999"):
+    with pytest.raises(ValueError, match="n must be at least 0"):
         english_number(-1)
     with pytest.raises(TypeError, match="must be an int"):
         german_number(2.0)
@@ -124,7 +124,7 @@ def test_char_dataset():
     assert torch.equal(x[:, 1:], y[:, :-1])                          # y is x shifted by one character
     with pytest.raises(ValueError, match="block_size"):
         data.get_batch("val", 4, 23)
-    with pytest.raises(ValueError, match="split must be"):
+    with pytest.raises(ValueError, match="unknown split 'test'"):
         data.get_batch("test", 4, 8)
     with pytest.raises(ValueError, match="val_fraction"):
         CharDataset("abc", val_fraction=1.0)
@@ -176,8 +176,8 @@ def test_translation_directions_agree_and_prefix_names_the_task():
 
 def test_text_to_text_held_out_is_disjoint_from_train():
     train = text_to_text_dataset(2000, "train", seed=0, max_number=9999)
-    test = text_to_text_dataset(60, "test", seed=0, max_number=9999)
-    assert len(test) == 4 * 60 and len({s for s, _ in test}) == len(test)
+    val = text_to_text_dataset(60, "val", seed=0, max_number=9999)
+    assert len(val) == 4 * 60 and len({s for s, _ in val}) == len(val)
 
     def key(source, target):  # the canonical input the held-out rule hashes
         task = task_of(source)
@@ -190,16 +190,16 @@ def test_text_to_text_held_out_is_disjoint_from_train():
 
     train_keys = {key(s, t) for s, t in train}
     # the English words stand for the number: both translation directions share one split
-    test_keys = {key(s, t) for s, t in test}
-    assert not train_keys & test_keys
-    assert all(is_held_out(t) for s, t in test if task_of(s) == "sort")
+    val_keys = {key(s, t) for s, t in val}
+    assert not train_keys & val_keys
+    assert all(is_held_out(t) for s, t in val if task_of(s) == "sort")
     assert not any(is_held_out(t) for s, t in train if task_of(s) == "sort")
     assert 0.05 < sum(is_held_out(str(n)) for n in range(10000)) / 10000 < 0.15  # about 1 in 10
 
 
 def test_text_to_text_dataset_is_deterministic():
-    assert text_to_text_dataset(20, "test", seed=5) == text_to_text_dataset(20, "test", seed=5)
-    assert text_to_text_dataset(20, "test", seed=5) != text_to_text_dataset(20, "test", seed=6)
+    assert text_to_text_dataset(20, "val", seed=5) == text_to_text_dataset(20, "val", seed=5)
+    assert text_to_text_dataset(20, "val", seed=5) != text_to_text_dataset(20, "val", seed=6)
 
 
 def test_exact_match():
@@ -212,16 +212,16 @@ def test_text_to_text_bad_input():
         text_to_text_example("summarize", rng)
     with pytest.raises(ValueError, match="unknown task 'translate English to French'"):
         text_to_text_dataset(3, tasks=["translate English to French"])
-    with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
-        text_to_text_example("sort", rng, split="val")
+    with pytest.raises(ValueError, match="unknown split 'test'; choose one of train, val"):
+        text_to_text_example("sort", rng, split="test")
     with pytest.raises(TypeError, match="rng must be a random.Random"):
         text_to_text_example("sort", 0)
-    with pytest.raises(ValueError, match="n_per_task must be >= 1"):
+    with pytest.raises(ValueError, match="n_per_task must be at least 1"):
         text_to_text_dataset(0)
     with pytest.raises(TypeError, match="list of task names"):
         text_to_text_dataset(3, tasks="sort")
-    with pytest.raises(ValueError, match="fewer than 50 distinct test inputs"):
-        text_to_text_dataset(50, "test", tasks=["translate English to German"], max_number=99)
+    with pytest.raises(ValueError, match="fewer than 50 distinct val inputs"):
+        text_to_text_dataset(50, "val", tasks=["translate English to German"], max_number=99)
     with pytest.raises(ValueError, match="no known task prefix"):
         task_of("can you sort these numbers? 3 1 2")
     with pytest.raises(ValueError, match="as many predictions as targets"):

@@ -5,18 +5,17 @@ import matplotlib
 import pytest
 import torch
 
-from scratch.models import GPT, Transformer
-from scratch.training import (History, default_loss, estimate_loss, lr_factor, pick_device, plot_history,
-                              sequence_loss, set_seed, train)
+from scratch import seed_everything
+from scratch.models import GPT, GPTConfig, Transformer
+from scratch.training import (History, default_loss, estimate_loss, eval_mode, lr_factor, pick_device, plot_history,
+                              sequence_loss, train)
 
 matplotlib.use("Agg")
 
 
-
-
 def tiny_gpt(seed=0):
-    set_seed(seed)
-    return GPT(vocab_size=12, d_model=16, h=2, N=1, d_ff=32, max_len=16, dropout=0.1)
+    seed_everything(seed)
+    return GPT(GPTConfig.gpt2(vocab_size=12, d_model=16, h=2, N=1, d_ff=32, max_len=16, dropout=0.1))
 
 
 def counting_batches():
@@ -53,7 +52,7 @@ def test_loss_goes_down_and_eval_is_called():
 
 def test_transformer_batches_and_padding_are_ignored():
     """A (src, tgt_in, tgt_out) batch; targets equal to pad_id do not count in the loss."""
-    set_seed(0)
+    seed_everything(0)
     model = Transformer(10, 10, d_model=16, h=2, N=1, d_ff=32, dropout=0.0, max_len=8)
     src = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
     tgt_in, tgt_out = torch.tensor([[1, 3, 4], [1, 6, 0]]), torch.tensor([[3, 4, 2], [6, 2, 0]])
@@ -74,11 +73,32 @@ def test_lr_schedule():
     assert lr_factor(50, 100, schedule="constant") == 1.0
 
 
-def test_sequence_loss_and_device():
+def test_sequence_loss():
     logits = torch.zeros(2, 3, 5)
     targets = torch.tensor([[1, 2, -100], [0, -100, -100]])
     assert sequence_loss(logits, targets).item() == pytest.approx(math.log(5))
-    assert pick_device().type in ("cpu", "cuda")
+
+
+def test_pick_device_follows_cuda_availability(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert pick_device() == torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert pick_device() == torch.device("cpu")
+
+
+def test_eval_mode_turns_dropout_off_and_restores_the_mode():
+    model = tiny_gpt()
+    x = torch.randint(12, (2, 8))
+    for was_training in (True, False):
+        model.train(was_training)
+        with eval_mode(model):
+            assert not model.training and not torch.is_grad_enabled()
+            assert torch.equal(model(x), model(x))        # no dropout: the same output twice
+        assert model.training == was_training and torch.is_grad_enabled()
+    with pytest.raises(RuntimeError), eval_mode(model):   # restored after an error too
+        model.train()
+        raise RuntimeError
+    assert not model.training
 
 
 def test_plot_history():
@@ -97,7 +117,7 @@ def test_bad_input():
         train(model, counting_batches(), 5, lr=0, progress=False)
     with pytest.raises(ValueError, match="warmup"):
         train(model, counting_batches(), 5, warmup=6, progress=False)
-    with pytest.raises(ValueError, match="schedule must be"):
+    with pytest.raises(ValueError, match="unknown schedule .linear."):
         train(model, counting_batches(), 5, schedule="linear", progress=False)
     with pytest.raises(ValueError, match="grad_clip"):
         train(model, counting_batches(), 5, grad_clip=0, progress=False)

@@ -3,9 +3,12 @@
     english_number, german_number   n in 0..999999 written out: "twenty-three", "dreiundzwanzig"
     english_tokens, german_tokens   the same as tokens: English words (and "-"), German morphemes
     Vocabulary                      token <-> id, with <pad> = 0, <bos> = 1, <eos> = 2
-    number_translation_dataset      English -> German number words as padded id tensors, train/test disjoint
+    number_translation_dataset      English -> German number words as padded id tensors, train/val disjoint
     CharDataset, moby_dick_dataset  a text as characters, a train/val split, random (x, y) windows
     text_to_text_example/_dataset   prefixed string -> string tasks for T5 (lecture 9): translate, reverse, sort
+    text_to_text_generate           greedy answers of an encoder-decoder such as T5 (scratch.sampling's loop)
+
+Every data set has two splits, "train" and "val" (held out: never trained on, measured on).
 
 Why numbers: translating them needs real reordering (German says the units before the tens,
 "three-and-twenty"), a few irregular words (elf, zwölf, sechzehn, siebzehn, dreißig, "eins" vs "ein"),
@@ -16,15 +19,16 @@ German is tokenised into morphemes, so the German word is exactly the concatenat
 """
 from __future__ import annotations
 
-import operator
 import random
 import zlib
 from dataclasses import dataclass
 
 import torch
 
-from scratch import assets
+from scratch import assets, validate
+from scratch.sampling import generate
 from scratch.tokenization import CharTokenizer
+from scratch.training import eval_mode
 
 MAX_NUMBER = 999_999
 
@@ -40,12 +44,11 @@ ENGLISH_TOKENS = [*ENGLISH_UNITS, *ENGLISH_TENS[2:], "-", "hundred", "thousand"]
 GERMAN_TOKENS = [*GERMAN_UNITS, "ein", *GERMAN_TENS[2:], "und", "hundert", "tausend"]
 
 
+SPLITS = ("train", "val")
+
+
 def _check_number(n) -> int:
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"n must be an int, got {type(n).__name__}") from None
-    if not 0 <= n <= MAX_NUMBER:
+    if (n := validate.integer(n, "n", minimum=0)) > MAX_NUMBER:
         raise ValueError(f"n must be in 0..{MAX_NUMBER}, got {n}")
     return n
 
@@ -176,20 +179,19 @@ def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
 @dataclass
 class NumberTranslation:
     """English -> German number words. src: (n, S) English ids; tgt: (n, T) [<bos>, German ids, <eos>];
-    both padded on the right with 0. Rows of train_* and test_* are train_numbers and test_numbers."""
+    both padded on the right with 0. Rows of train_* and val_* are train_numbers and val_numbers."""
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
     train_numbers: list[int]
-    test_numbers: list[int]
+    val_numbers: list[int]
     train_src: torch.Tensor
     train_tgt: torch.Tensor
-    test_src: torch.Tensor
-    test_tgt: torch.Tensor
+    val_src: torch.Tensor
+    val_tgt: torch.Tensor
 
     def tensors(self, split: str) -> tuple[torch.Tensor, torch.Tensor]:
-        if split not in ("train", "test"):
-            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-        return (self.train_src, self.train_tgt) if split == "train" else (self.test_src, self.test_tgt)
+        validate.choice(split, "split", SPLITS)
+        return (self.train_src, self.train_tgt) if split == "train" else (self.val_src, self.val_tgt)
 
     def get_batch(self, split: str = "train", batch_size: int = 64, generator: torch.Generator | None = None):
         """batch_size random rows of a split, for teacher forcing: (src, tgt_in, tgt_out), with
@@ -205,21 +207,21 @@ class NumberTranslation:
         return german_from_tokens(self.tgt_vocab.decode(tgt_ids))
 
 
-def number_translation_dataset(seed: int = 0, n_train: int = 20000, n_test: int = 2000,
+def number_translation_dataset(seed: int = 0, n_train: int = 20000, n_val: int = 2000,
                                max_number: int = 99999) -> NumberTranslation:
-    """Draw n_train + n_test distinct numbers from 0..max_number (a permutation seeded by `seed`): the first
-    n_train for training, the rest for testing, so no test number is ever seen in training.
+    """Draw n_train + n_val distinct numbers from 0..max_number (a permutation seeded by `seed`): the first
+    n_train for training, the rest held out (val), so no held-out number is ever seen in training.
 
     Learnable on a CPU: Transformer(d_model=64, h=4, N=2, d_ff=256) trained 600 steps of 64 pairs
     (lr 1e-3, warm-up 30) translates 99.9 % of the 2000 held-out numbers exactly (the defaults, seed 0).
     """
     max_number = _check_number(max_number)
-    n_train, n_test = operator.index(n_train), operator.index(n_test)
-    if n_train < 1 or n_test < 0 or n_train + n_test > max_number + 1:
-        raise ValueError(f"need n_train >= 1, n_test >= 0 and n_train + n_test <= {max_number + 1} (the numbers "
-                         f"0..{max_number}), got n_train={n_train}, n_test={n_test}")
+    n_train, n_val = validate.integer(n_train, "n_train"), validate.integer(n_val, "n_val", minimum=0)
+    if n_train + n_val > max_number + 1:
+        raise ValueError(f"need n_train + n_val <= {max_number + 1} (the numbers 0..{max_number}), got "
+                         f"n_train={n_train}, n_val={n_val}")
     order = torch.randperm(max_number + 1, generator=torch.Generator().manual_seed(seed)).tolist()
-    numbers = order[:n_train + n_test]
+    numbers = order[:n_train + n_val]
     src_vocab, tgt_vocab = Vocabulary(ENGLISH_TOKENS), Vocabulary(GERMAN_TOKENS)
     src = _pad([src_vocab.encode(english_tokens(n)) for n in numbers], src_vocab.pad_id)
     tgt = _pad([[tgt_vocab.bos_id, *tgt_vocab.encode(german_tokens(n)), tgt_vocab.eos_id] for n in numbers],
@@ -261,9 +263,7 @@ class CharDataset:
     def get_batch(self, split: str = "train", batch_size: int = 32, block_size: int = 128,
                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """x, y: (batch_size, block_size) ids, y shifted one character to the right of x."""
-        if split not in ("train", "val"):
-            raise ValueError(f"split must be 'train' or 'val', got {split!r}")
-        data = self.train_data if split == "train" else self.val_data
+        data = self.train_data if validate.choice(split, "split", SPLITS) == "train" else self.val_data
         if not 1 <= block_size < len(data):
             raise ValueError(f"block_size must be in 1..{len(data) - 1} for the {split} split, got {block_size}")
         starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)   # (batch,)
@@ -301,14 +301,8 @@ def _check_task(task: str) -> str:
     return task
 
 
-def _check_split(split: str) -> str:
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    return split
-
-
 def is_held_out(key: str) -> bool:
-    """Whether an input (its canonical text) belongs to the test split: a fixed hash, the same on any machine."""
+    """Whether an input (its canonical text) belongs to the val split: a fixed hash, the same on any machine."""
     return zlib.crc32(key.encode("utf-8")) % HELD_OUT_MODULUS == 0
 
 
@@ -334,12 +328,12 @@ def text_to_text_example(task: str, rng: random.Random, split: str = "train",
     long ones); "reverse" 3..8 lowercase letters; "sort" 3..7 numbers 0..99.
     """
     _check_task(task)
-    _check_split(split)
+    validate.choice(split, "split", SPLITS)
     max_number = _check_number(max_number)
     if not isinstance(rng, random.Random):
         raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
-    want_test = split == "test"
-    while True:  # draw until the input falls in the wanted split (1 in 10 for test: a few draws)
+    want_held_out = split == "val"
+    while True:  # draw until the input falls in the wanted split (1 in 10 for val: a few draws)
         if task.startswith("translate"):
             digits = rng.randint(1, len(str(max_number)))  # as many 2-digit as 6-digit numbers
             n = rng.randint(0 if digits == 1 else 10 ** (digits - 1), min(10 ** digits - 1, max_number))
@@ -354,16 +348,14 @@ def text_to_text_example(task: str, rng: random.Random, split: str = "train",
             numbers = [rng.randint(0, 99) for _ in range(rng.randint(3, 7))]
             source = " ".join(map(str, numbers))
             key = target = " ".join(map(str, sorted(numbers)))
-        if is_held_out(key) == want_test:
+        if is_held_out(key) == want_held_out:
             return task_prefix(task) + source, target
 
 
 def text_to_text_dataset(n_per_task: int, split: str = "train", seed: int = 0, tasks=TEXT_TO_TEXT_TASKS,
                          max_number: int = MAX_NUMBER) -> list[tuple[str, str]]:
     """n_per_task distinct (source, target) pairs of every task in `tasks`, task after task, from `split`."""
-    n_per_task = operator.index(n_per_task)
-    if n_per_task < 1:
-        raise ValueError(f"n_per_task must be >= 1, got {n_per_task}")
+    n_per_task = validate.integer(n_per_task, "n_per_task")
     if isinstance(tasks, str):
         raise TypeError("tasks must be a list of task names, not one string")
     rng = random.Random(seed)
@@ -391,24 +383,23 @@ def exact_match(predictions: list[str], targets: list[str]) -> float:
     return sum(p.strip() == t.strip() for p, t in zip(predictions, targets)) / len(targets)
 
 
-def load_tiny_t5():
-    """The course's small T5 (data/checkpoints/tiny-t5, trained on the four tasks above): (model, tokenizer)."""
-    from transformers import AutoTokenizer, T5ForConditionalGeneration
-
-    folder = assets.checkpoint_dir("tiny-t5")
-    model = T5ForConditionalGeneration.from_pretrained(folder, use_safetensors=True).eval()
-    return model, AutoTokenizer.from_pretrained(folder)
-
-
-@torch.no_grad()
 def text_to_text_generate(model, tokenizer, sources: list[str], batch_size: int = 256,
                           max_new_tokens: int = 48) -> list[str]:
-    """Greedy answers of an encoder-decoder (e.g. T5) to a list of source strings, in batches."""
+    """Greedy answers of an encoder-decoder (a transformers T5, e.g. scratch.pretrained.load_tiny_t5()) to a
+    list of source strings, in batches: each batch is encoded once, then scratch.sampling.generate decodes."""
     answers = []
-    for start in range(0, len(sources), batch_size):
-        batch = tokenizer(list(sources[start:start + batch_size]), return_tensors="pt", padding=True)
-        out = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=max_new_tokens)
-        answers += tokenizer.batch_decode(out, skip_special_tokens=True)
+    with eval_mode(model):
+        for start in range(0, len(sources), batch_size):
+            batch = tokenizer(list(sources[start:start + batch_size]), return_tensors="pt", padding=True)
+            memory = model.get_encoder()(**batch)                         # the encoder's output, computed once
+
+            def decoder(tgt, memory=memory, mask=batch["attention_mask"]):
+                return model(encoder_outputs=memory, attention_mask=mask, decoder_input_ids=tgt).logits
+
+            begin = torch.full((len(batch["input_ids"]), 1), model.config.decoder_start_token_id)
+            out = generate(decoder, begin, max_new_tokens, eos_id=tokenizer.eos_token_id,
+                           pad_id=tokenizer.pad_token_id, use_cache=False)
+            answers += tokenizer.batch_decode(out, skip_special_tokens=True)
     return answers
 
 
