@@ -13,10 +13,6 @@ NB ?= $(NOTEBOOKS)
 # JupyterLab refuses to run as root (containers, CI machines) unless told to.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Models and data load from local paths only: a notebook must never reach the Hugging Face hub.
-export HF_HUB_OFFLINE := 1
-export TRANSFORMERS_OFFLINE := 1
-
 .PHONY: setup assets chromium lab test unit outputs student book check clean
 
 # Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel

@@ -13,21 +13,18 @@ from __future__ import annotations
 
 import argparse
 import html
-import os
 import re
 import shutil
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a re-executed notebook must not reach the hub
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import nbformat
+from nbconvert import HTMLExporter
+from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
 
-import nbformat  # noqa: E402
-from nbconvert import HTMLExporter  # noqa: E402
-from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor  # noqa: E402
-
-from scratch import assets  # noqa: E402
+import scratch  # noqa: F401  (scratch.OFFLINE_ENV: the notebooks re-executed here inherit it, never reach the hub)
+from scratch import assets
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "book_template"
 STATIC = "_static"

@@ -25,9 +25,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models load from local paths only, never from the hub
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
 ROOT = Path(__file__).resolve().parents[2]
 ASSET_DIR = ROOT / "data" / "assets"
 CACHE_DIR = ROOT / "data" / "cache"
