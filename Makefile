@@ -19,6 +19,8 @@ LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # pins one numeric path; elsewhere (Apple Silicon, ARM, old CPUs) their asserts check them (lax).
 # `make test NBVAL=strict` or `NBVAL=lax` chooses by hand.
 NBVAL ?=
+# Notebooks run on one thread each (the pinned path), so tests run in parallel processes, a file per process.
+JOBS ?= 2
 
 $(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11, found " + sys.version.split()[0] + "; run: make PYTHON=/path/to/python3.11"'
@@ -70,17 +72,18 @@ test: setup
 	  lax) flag=--nbval-lax; echo "nbval in lax mode: notebooks must run and pass their asserts; printed digits are not compared" ;; \
 	  *) echo "NBVAL must be strict or lax, not '$$mode'"; exit 2 ;; \
 	esac; \
-	echo "$(BIN)/python -m pytest $$flag $(PYTEST_ARGS)"; \
-	$(BIN)/python -m pytest $$flag $(PYTEST_ARGS)
+	echo "$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)"; \
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)
 
 unit: setup
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 
 # Re-execute notebooks top to bottom in a fresh kernel and store the outputs nbval compares against
-# (all of them, or one: make outputs NB=notebooks/01_tokenization.ipynb); nbstripout then drops
+# (all of them, JOBS at a time, or one: make outputs NB=notebooks/01_tokenization.ipynb); nbstripout then drops
 # volatile metadata and the outputs of cells marked keep_output: false.
 outputs: setup
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 $(NB)
+	printf '%s\n' $(NB) | xargs -P $(JOBS) -I{} \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 {}
 	$(BIN)/nbstripout --keep-output --keep-count $(NB)
 
 # The student edition: every notebook with its exercise solutions replaced by stubs, outputs cleared.

@@ -66,12 +66,40 @@ def test_exit_code_and_summary(monkeypatch, capsys):
 @pytest.mark.assets
 @pytest.mark.slow
 def test_runs_as_a_module_and_finds_the_test_environment_ready():
-    """`make test` sets up first, so here every pinned package, asset and checkpoint is OK (Chromium may be
-    missing: the book's browser test then skips)."""
+    """`make test` sets up first, so here every pinned package, asset and checkpoint and the course's kernel are
+    OK (Chromium may be missing: the book's browser test then skips)."""
     result = subprocess.run([sys.executable, "-m", "scratch.check"], capture_output=True, text=True)
     lines = [line for line in result.stdout.splitlines() if line.startswith(("OK", "FAIL"))]
     checkpoints = [p for p in assets.CHECKPOINT_DIR.iterdir() if p.is_dir()]
-    assert len(lines) == 1 + len(check.pinned_packages()) + len(assets.all_assets()) + len(checkpoints) + 1
+    assert len(lines) == 1 + len(check.pinned_packages()) + len(assets.all_assets()) + len(checkpoints) + 2
     assert lines[0].startswith("OK    python 3.11")
     assert [line for line in lines if line.startswith("FAIL") and "chromium" not in line] == []
     assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)
+
+
+def test_kernel_check_names_a_missing_or_unpinned_kernel(monkeypatch):
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKernel
+
+    from scratch import kernel, numerics
+
+    monkeypatch.setattr(numerics, "cpu_supports_pinned_path", lambda: True)
+    installed = {}
+
+    def get_kernel_spec(self, name):
+        if name not in installed:
+            raise NoSuchKernel(name)
+        return KernelSpec(**installed[name])
+
+    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", get_kernel_spec)
+    ok, what, fix = check.check_kernel()
+    assert not ok and "not installed" in what and "scratch.kernel install" in fix
+
+    unpinned = kernel.kernel_spec()
+    del unpinned["env"]["ATEN_CPU_CAPABILITY"]
+    installed[kernel.KERNEL_NAME] = unpinned
+    ok, what, fix = check.check_kernel()
+    assert not ok and "ATEN_CPU_CAPABILITY" in what and fix
+
+    installed[kernel.KERNEL_NAME] = kernel.kernel_spec()
+    ok, what, _ = check.check_kernel()
+    assert ok and "pinned numeric path" in what

@@ -2,17 +2,20 @@
 
 The exercise section of a notebook is, after the lecture's "## Summary":
 a markdown cell "## Exercises"; one code cell tagged `exercise-setup` (imports and objects, nothing from the
-lecture); then for each exercise k a markdown cell "### Exercise k · title (easy|medium|hard)" with a
-"**Practises:**" line, a code cell tagged `solution` (the solution between ### BEGIN / END SOLUTION) and a code
+lecture, and no reference implementation of any exercise's function); then for each exercise k a markdown cell
+"### Exercise k · title (easy|medium|hard, about N min)" with a "**Practises:**" line, a code cell tagged `solution` (the solution between ### BEGIN / END SOLUTION) and a code
 cell tagged `check` ("# Check exercise k", asserts with "hint: ..." messages).
 
 The pairing: with the solutions every check passes; in the student edition (tools/student_edition.py, which
-replaces each solution by a `raise NotImplementedError`) every check fails until solved.
-Both run the exercise section alone with plain `exec`, as a student's fresh kernel would.
+replaces each solution by a `raise NotImplementedError`) every check fails until solved; and every known-wrong or
+borrowed solution stored in tests/exercise_counterexamples/NN_topic.py (`WRONG_SOLUTIONS = {k: {"why it is
+wrong": "source of a whole solution cell"}}`) fails its check, so a check passes only for a correct solution.
+All run the exercise section alone with plain `exec`, as a student's fresh kernel would.
 """
 import copy
 import importlib.util
 import linecache
+import runpy
 import re
 from pathlib import Path
 
@@ -29,10 +32,22 @@ spec = importlib.util.spec_from_file_location("student_edition", ROOT / "tools" 
 student_edition = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(student_edition)
 BEGIN, END = student_edition.BEGIN, student_edition.END
-TITLE = re.compile(r"^### Exercise (\d+) · .+ \((easy|medium|hard)\)\s*$", re.MULTILINE)
+TITLE = re.compile(r"^### Exercise (\d+) · .+ \((easy|medium|hard), about (\d+) min\)\s*$", re.MULTILINE)
 LEVELS = ["easy", "medium", "hard"]
 FAILS = (NotImplementedError, AssertionError, NameError)
 by_name = pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+COUNTEREXAMPLES = ROOT / "tests" / "exercise_counterexamples"
+
+
+def wrong_solutions(path):
+    """{k: {why: source}} stored for a notebook (empty if it has no file yet)."""
+    file = COUNTEREXAMPLES / f"{path.stem}.py"
+    return runpy.run_path(str(file))["WRONG_SOLUTIONS"] if file.exists() else {}
+
+
+def counterexample_cases():
+    return [pytest.param(path, k, why, id=f"{path.stem}-ex{k}-{why[:40]}")
+            for path in NOTEBOOKS for k, cases in sorted(wrong_solutions(path).items()) for why in cases]
 
 
 def tags(cell):
@@ -101,7 +116,9 @@ def test_structure(path):
     for k, (text, solution, check) in enumerate(exercises, start=1):
         where = f"{path.name}, exercise {k}"
         title = TITLE.search(text.source)
-        assert title and int(title[1]) == k, f"{where}: title line '### Exercise {k} · title (easy|medium|hard)'"
+        assert title and int(title[1]) == k, (
+            f"{where}: title line '### Exercise {k} · title (easy|medium|hard, about N min)'")
+        assert 5 <= int(title[3]) <= 90, f"{where}: a time between 5 and 90 minutes"
         levels.append(LEVELS.index(title[2]))
         assert re.search(r"^\*\*Practises:\*\* \S", text.source, re.MULTILINE), f"{where}: add a '**Practises:** ...' line"
         student_edition.strip_solution(solution.source, k)        # balanced markers, at least one region
@@ -151,6 +168,28 @@ def test_student_stubs_fail_their_checks(path, in_notebooks, plain_mpl):
         else:
             passing.append(f"exercise {k}'s check passes without its solution")
     assert not passing, f"{path.name}: " + "; ".join(passing)
+
+
+@by_name
+def test_every_exercise_has_wrong_solutions_that_its_check_rejects(path):
+    _, exercises = exercise_section(path)
+    stored = wrong_solutions(path)
+    missing = [k for k in range(1, len(exercises) + 1) if not stored.get(k)]
+    assert not missing, (f"{path.name}: store at least one known-wrong or borrowed solution for exercise(s) {missing} "
+                         f"in tests/exercise_counterexamples/{path.stem}.py")
+
+
+@pytest.mark.parametrize("path, k, why", counterexample_cases())
+def test_wrong_and_borrowed_solutions_fail_their_checks(path, k, why, in_notebooks, plain_mpl):
+    setup, exercises = exercise_section(path)
+    assert 1 <= k <= len(exercises), f"{path.name}: no exercise {k}"
+    namespace = {"__name__": "__main__"}
+    run(setup.source, namespace, f"{path.name} exercise setup")
+    for j, (_, solution, _) in enumerate(exercises, start=1):
+        source = wrong_solutions(path)[k][why] if j == k else solution.source
+        run(source, namespace, f"{path.name} {'wrong solution' if j == k else 'solution'} {j}")
+    with pytest.raises(AssertionError, match="hint: "):
+        run(exercises[k - 1][2].source, namespace, f"{path.name} check {k}")
 
 
 def test_strip_solution_replaces_each_region_at_its_indentation():

@@ -69,9 +69,8 @@ def test_a_started_kernel_runs_on_the_pinned_path(name):
 
 @pinned_cpu
 def test_this_test_process_is_on_the_pinned_path():
-    """The root conftest imports scratch before anything imports torch; the exercise checks run here.
-    (The thread count is not checked: tests/conftest.py runs the unit tests on one thread.)"""
-    assert [p for p in numerics.problems() if "threads" not in p] == []
+    """The root conftest imports scratch before anything imports torch; the exercise checks run here."""
+    assert numerics.problems() == []
 
 
 def test_pin_environment_fills_in_only_what_is_unset(monkeypatch):

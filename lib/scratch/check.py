@@ -3,7 +3,8 @@
 Prints one line per requirement, OK or FAIL, and for every FAIL the command that fixes it:
 the Python version, every package pinned in requirements.txt (installed version against the pin),
 every asset of `scratch.assets` (re-hashed from disk, never downloaded here), the checkpoints the course
-ships in data/checkpoints/, and the Chromium the book's browser test drives. Exit code 1 if anything failed.
+ships in data/checkpoints/, the course's Jupyter kernel (which pins the numeric path, `scratch.numerics`), and
+the Chromium the book's browser test drives. Exit code 1 if anything failed.
 """
 from __future__ import annotations
 
@@ -86,6 +87,24 @@ def check_checkpoint(name: str) -> tuple[bool, str, str]:
     return True, f"checkpoint {name}", ""
 
 
+def check_kernel() -> tuple[bool, str, str]:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    from scratch import kernel, numerics
+
+    fix = "make setup   (or: python -m scratch.kernel install)"
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel.KERNEL_NAME)
+    except NoSuchKernel:
+        return False, f"Jupyter kernel {kernel.KERNEL_NAME!r} not installed", fix
+    if not numerics.cpu_supports_pinned_path():
+        return True, f"Jupyter kernel {kernel.KERNEL_NAME!r}, unpinned: this CPU has no AVX2 (make test runs lax)", ""
+    missing = sorted(k for k, v in numerics.PINNED_ENV.items() if spec.env.get(k) != v)
+    if missing:
+        return False, f"Jupyter kernel {kernel.KERNEL_NAME!r} does not pin {', '.join(missing)}", fix
+    return True, f"Jupyter kernel {kernel.KERNEL_NAME!r} on the pinned numeric path", ""
+
+
 def check_chromium() -> tuple[bool, str, str]:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     return path is not None, f"chromium ({path or 'not found'})", FIX_CHROMIUM
@@ -97,6 +116,7 @@ def all_checks() -> list[tuple[bool, str, str]]:
     results += [check_asset(key) for key in assets.all_assets()]
     if assets.CHECKPOINT_DIR.is_dir():
         results += [check_checkpoint(p.name) for p in sorted(assets.CHECKPOINT_DIR.iterdir()) if p.is_dir()]
+    results.append(check_kernel())
     results.append(check_chromium())
     return results
 

@@ -9,8 +9,8 @@ choice makes every x86-64 machine with AVX2 compute the same bits:
     MKL_CBWR=COMPATIBLE             MKL's matrix products take the one code path Intel documents as giving
                                     identical results on Intel and non-Intel (AMD) processors
     MKL_DYNAMIC=FALSE               ... with exactly the threads asked for (reproducibility needs a fixed count)
-    OMP_NUM_THREADS=2               every reduction split the same way, whatever the core count
-    MKL_NUM_THREADS=2
+    OMP_NUM_THREADS=1               every reduction summed in the same order, whatever the core count
+    MKL_NUM_THREADS=1
     ONEDNN_MAX_CPU_ISA=AVX2         oneDNN (mkldnn) JIT kernels capped at AVX2
     NPY_DISABLE_CPU_FEATURES=...    NumPy's AVX-512 loops off
 
@@ -18,6 +18,10 @@ The variables only work if they are set before torch (and numpy) load, which is 
 kernel sets them (`scratch.kernel`, installed by `make setup`) and why `import scratch` sets them too when
 it comes first. Machines without AVX2 (Apple Silicon, ARM Linux, CPUs older than 2013) run the course
 unpinned: their notebooks are checked by their asserts (`make test NBVAL=lax`), not by printed digits.
+
+Why one thread: the course's models are small, so a second thread buys little, and threads that wait for
+each other on a busy machine (a shared server, a laptop running other work) can make a step many times
+slower. One thread per notebook is fast everywhere; `make test` runs two notebooks at once instead.
 """
 from __future__ import annotations
 
@@ -31,8 +35,8 @@ PINNED_ENV = {
     "ATEN_CPU_CAPABILITY": "avx2",
     "MKL_CBWR": "COMPATIBLE",
     "MKL_DYNAMIC": "FALSE",
-    "OMP_NUM_THREADS": "2",
-    "MKL_NUM_THREADS": "2",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
     "ONEDNN_MAX_CPU_ISA": "AVX2",
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
 }

@@ -3,9 +3,15 @@
     CharTokenizer   one id per character; tiny vocabulary, long sequences
     WordTokenizer   one id per word; huge vocabulary, and new words become <unk>
     BPETokenizer    starts from the 256 bytes and learns merges of frequent pairs (GPT-2);
-                    `BPETokenizer.from_gpt2_files` loads GPT-2's real merges and matches its ids exactly
+                    `BPETokenizer.from_gpt2_files` loads GPT-2's real merges and matches its ids exactly;
+                    `encode_iterable` tokenizes a file too large for memory, piece by piece
 
-All three share `Tokenizer`: special tokens, `decode`, `save`/`load` (JSON) and input checks.
+All three share `Tokenizer`: special tokens, `decode`, `save`/`load` (JSON) and input checks. Special tokens
+(e.g. "<|endoftext|>" between documents) are cut out of the text before anything else, in `train` as in
+`encode`: no merge is learned across them or from their characters, and each one encodes as a single id.
+
+The BPE part follows Karpathy's minbpe (github.com/karpathy/minbpe): `get_pair_counts` and `merge` are its
+`get_stats` and `merge`, and the tokenizer is its RegexTokenizer: the regex split, then merges inside each chunk.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import json
 import operator
 import warnings
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import regex
@@ -22,13 +29,20 @@ import regex
 # so merges never cross these boundaries ("dog." and "dog!" share the token " dog").
 GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 WORD_PATTERN = r"\w+|[^\w\s]"
+# Where a stream may be cut for GPT2_SPLIT_PATTERN: right after a non-whitespace character that a whitespace
+# character follows (see `BPETokenizer.encode_iterable`). The same `\s` as the pattern's, not str.isspace;
+# (?r) searches from the right, so the last such place is found without scanning the whole buffer.
+STREAM_CUT = regex.compile(r"(?r)\S(?=\s)")
 UNK = "<unk>"
 
 
 # ---------------------------------------------------------------- BPE building blocks
 
 def get_pair_counts(ids: list[int], counts: dict | None = None) -> dict[tuple[int, int], int]:
-    """How often each adjacent pair occurs: [1, 2, 3, 1, 2] -> {(1, 2): 2, (2, 3): 1, (3, 1): 1}."""
+    """How often each adjacent pair occurs: [1, 2, 3, 1, 2] -> {(1, 2): 2, (2, 3): 1, (3, 1): 1}.
+
+    Karpathy's minbpe calls it `get_stats`.
+    """
     counts = {} if counts is None else counts
     for pair in zip(ids, ids[1:]):
         counts[pair] = counts.get(pair, 0) + 1
@@ -36,7 +50,10 @@ def get_pair_counts(ids: list[int], counts: dict | None = None) -> dict[tuple[in
 
 
 def merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
-    """Replace every occurrence of `pair` by `new_id`, left to right: merge([1, 1, 1], (1, 1), 9) -> [9, 1]."""
+    """Replace every occurrence of `pair` by `new_id`, left to right: merge([1, 1, 1], (1, 1), 9) -> [9, 1].
+
+    As in Karpathy's minbpe.
+    """
     out = []
     i = 0
     while i < len(ids):
@@ -99,7 +116,12 @@ class Tokenizer:
         return self.vocab_size
 
     def add_special_tokens(self, tokens: list[str]) -> None:
-        """Give each new special token the next free id, after every ordinary token."""
+        """Give each new special token the next free id, after every ordinary token.
+
+        Register them before `train` (BPE): training cuts the text at the special tokens it knows.
+        """
+        if isinstance(tokens, str):  # a bare string would silently register each of its characters
+            raise TypeError(f"special tokens must be a list of str, got the str {tokens!r} (write [{tokens!r}])")
         for token in tokens:
             if not check_text(token, "a special token"):
                 raise ValueError("a special token cannot be the empty string")
@@ -120,16 +142,24 @@ class Tokenizer:
                 self.special_tokens[token] = int(i)
                 self.vocab[int(i)] = self._token_from_str(token)
 
+    def split_special_tokens(self, text: str) -> list[str]:
+        """[ordinary text, special token, ordinary text, ..., ordinary text]: the special tokens at odd positions.
+
+        "a<|endoftext|>b" -> ["a", "<|endoftext|>", "b"]. Scanned left to right; where two special tokens
+        start at the same place the longer one wins ("<|end" vs "<|endoftext|>").
+        """
+        if not self.special_tokens:
+            return [text]
+        names = sorted(self.special_tokens, key=len, reverse=True)
+        return regex.split("(" + "|".join(regex.escape(name) for name in names) + ")", text)
+
     def encode(self, text: str) -> list[int]:
         """Text -> ids. Special tokens written in the text are recognised (as Hugging Face does)."""
         check_text(text)
         if not self.special_tokens:
             return self._encode_ordinary(text)
-        # Longest first, so that a special token that contains another one wins.
-        names = sorted(self.special_tokens, key=len, reverse=True)
-        parts = regex.split("(" + "|".join(regex.escape(name) for name in names) + ")", text)
         ids = []
-        for i, part in enumerate(parts):
+        for i, part in enumerate(self.split_special_tokens(text)):
             if i % 2 == 1:  # split() puts the captured separators at odd positions
                 ids.append(self.special_tokens[part])
             elif part:
@@ -260,6 +290,8 @@ class BPETokenizer(Tokenizer):
     `from_gpt2_files` loads GPT-2's. Special tokens get the ids after all byte and merge tokens.
     """
 
+    cache_size = 2**15  # chunks whose ids are remembered; when full the cache starts over, so memory stays bounded
+
     def __init__(self, pattern: str = GPT2_SPLIT_PATTERN, special_tokens: list[str] | None = None):
         self.pattern = pattern
         self.byte_ids = list(range(256))  # byte value -> id: the identity, except in GPT-2's files
@@ -284,17 +316,32 @@ class BPETokenizer(Tokenizer):
         """Learn vocab_size - 256 merges from `text`; vocab_size counts bytes and merges, not special tokens.
 
         Each round merges the most frequent adjacent pair into a new token (ids 256, 257, ... in order).
-        Ties: among pairs with the same count, the smallest (left id, right id) wins, the rule of
-        Hugging Face's BPE trainer. Pairs that occur once are still merged; only if no pair is left at all
-        does training stop early, with a warning, and the vocabulary is smaller than vocab_size.
+        Pairs that occur once are still merged; only if no pair is left at all does training stop early,
+        with a warning, and the vocabulary is smaller than vocab_size.
+
+        Special tokens: the text is first cut at the tokenizer's special tokens (those given to the
+        constructor or `add_special_tokens` before training), exactly as `encode` cuts it, and only the
+        ordinary text between them is learned from. So documents joined by "<|endoftext|>" give no merge
+        across a document boundary and no token made of the marker's bytes ("<|", "|>"), and encode keeps
+        the marker as one id. A special token added after training is still encoded as one id, but the
+        merges may already contain pieces of it.
+
+        Ties: among pairs with the same count, the pair with the smallest ids (left id, then right id) wins,
+        the rule of Hugging Face's BPE trainer. Other trainers break ties differently: minbpe and tiktoken's
+        educational trainer take the pair counted first (first seen in the text), Stanford CS336's takes the
+        lexicographically greatest pair of byte strings. Counts are the same for all of them, but from the
+        first tie on the order of the merges, and so a few merges, can differ.
 
         Merges never cross pre-tokenizer chunks, so each distinct chunk ("word") is stored once with its
         frequency, and after a merge only the words that contained the pair are updated.
         """
         check_training_text(text)
         if not isinstance(vocab_size, int) or vocab_size < 256:
-            raise ValueError(f"vocab_size must be an int >= 256 (one token per byte), got {vocab_size!r}")
-        chunk_counts = Counter(self._regex.findall(text))
+            raise ValueError(f"vocab_size must be an int >= 256 (one token per byte; special tokens are not "
+                             f"counted), got {vocab_size!r}")
+        chunk_counts = Counter()
+        for part in self.split_special_tokens(text)[::2]:  # the ordinary text between special tokens
+            chunk_counts.update(self._regex.findall(part))
         words = [list(chunk.encode("utf-8")) for chunk in chunk_counts]
         freqs = list(chunk_counts.values())
 
@@ -370,11 +417,63 @@ class BPETokenizer(Tokenizer):
         tokenizer._set_vocab(tokenizer._vocab_from_merges(), {"<|endoftext|>": encoder["<|endoftext|>"]})
         return tokenizer
 
+    def encode_iterable(self, pieces: Iterable[str]) -> Iterator[int]:
+        r"""The ids of "".join(pieces), produced while the pieces arrive: for a text file too large for memory.
+
+        `for i in tokenizer.encode_iterable(open(path))` gives exactly `tokenizer.encode(open(path).read())`,
+        but holds only one piece (here: a line) plus the text since the last safe cut. Pieces may be cut
+        anywhere: mid-word, mid-whitespace run, mid-special token, or empty.
+
+        Lines cannot simply be encoded one by one: the pattern's `\s+(?!\S)` makes "\n\n" one chunk across
+        two lines, and a piece may end inside a word or a special token. A cut at position p of the buffer
+        is safe, whatever text follows, when
+          1. p lies between a non-whitespace and a whitespace character: no chunk of GPT2_SPLIT_PATTERN
+             holds that pair (whitespace in a chunk is either its optional leading space, its first
+             character, or part of an all-whitespace chunk), and no match before p reads past p (the one
+             look-ahead, `(?!\S)`, follows a whitespace run, and a run that starts before p ends before p - 1);
+          2. at least max(1, L - 1) characters follow p, L the length of the longest special token, so every
+             special token that starts before p has been seen whole;
+          3. no occurrence of a special token spans p (which needs a special token that contains a
+             non-whitespace character followed by whitespace).
+        Then both halves split into special tokens and chunks as the whole text does, and chunks are encoded
+        independently. Memory: the buffer grows only over a stretch with no safe cut (a huge whitespace run
+        or "word", which `encode` must hold whole too); the chunk cache is capped at `cache_size` chunks.
+        """
+        if self.pattern != GPT2_SPLIT_PATTERN:
+            raise ValueError("encode_iterable knows where to cut a stream only for GPT2_SPLIT_PATTERN; this "
+                             "tokenizer splits with another pattern, so encode the whole text with encode()")
+        return self._encode_stream(iter(pieces))
+
+    def _encode_stream(self, pieces: Iterator[str]) -> Iterator[int]:
+        hold = max([1, *(len(name) - 1 for name in self.special_tokens)])
+        buffer, checked = "", 0  # no safe cut at or before `checked` in the buffer
+        for piece in pieces:
+            buffer += check_text(piece, "each piece of the stream")
+            limit = len(buffer) - hold
+            cut = self._last_safe_cut(buffer, checked, limit)
+            checked = max(checked, limit)
+            if cut:
+                yield from self.encode(buffer[:cut])
+                buffer, checked = buffer[cut:], checked - cut
+        yield from self.encode(buffer)
+
+    def _last_safe_cut(self, text: str, start: int, limit: int) -> int:
+        """The largest safe cut p with start < p <= limit (rules 1 and 3 of encode_iterable), or 0 if none."""
+        end = limit + 1  # the look-ahead must see the whitespace at p
+        while end > start and (match := STREAM_CUT.search(text, start, end)):
+            p = match.end()
+            if not any(name in text[max(0, p - len(name) + 1): p + len(name) - 1] for name in self.special_tokens):
+                return p
+            end = p  # a special token spans p: try the next place to the left
+        return 0
+
     def _encode_ordinary(self, text: str) -> list[int]:
         ids = []
         for chunk in self._regex.findall(text):
             chunk_ids = self._cache.get(chunk)
             if chunk_ids is None:
+                if len(self._cache) >= self.cache_size:
+                    self._cache.clear()
                 chunk_ids = self._cache[chunk] = self._encode_chunk(chunk)
             ids.extend(chunk_ids)
         return ids
