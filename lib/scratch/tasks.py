@@ -55,8 +55,8 @@ def _check_number(n) -> int:
 
 # ---------------------------------------------------------------- English
 
-def _english_below_thousand(n: int) -> list[str]:
-    """1..999 -> ["three", "hundred", "forty", "-", "two"] (American style: no "and")."""
+def _english_below_thousand(n: int, last: bool) -> list[str]:
+    """1..999 -> ["three", "hundred", "forty", "-", "two"] (American style: no "and"; `last` matters in German only)."""
     hundreds, rest = divmod(n, 100)
     tokens = [ENGLISH_UNITS[hundreds], "hundred"] if hundreds else []
     if rest >= 20:
@@ -67,14 +67,18 @@ def _english_below_thousand(n: int) -> list[str]:
     return tokens
 
 
+def _number_tokens(n: int, below_thousand, zero: str, thousand: str) -> list[str]:
+    """n = thousands · 1000 + rest, in either language: below_thousand(thousands), thousand, below_thousand(rest)."""
+    if (n := _check_number(n)) == 0:
+        return [zero]
+    thousands, rest = divmod(n, 1000)
+    tokens = below_thousand(thousands, last=False) + [thousand] if thousands else []
+    return tokens + (below_thousand(rest, last=True) if rest else [])
+
+
 def english_tokens(n: int) -> list[str]:
     """21121 -> ["twenty", "-", "one", "thousand", "one", "hundred", "twenty", "-", "one"]."""
-    n = _check_number(n)
-    if n == 0:
-        return ["zero"]
-    thousands, rest = divmod(n, 1000)
-    tokens = _english_below_thousand(thousands) + ["thousand"] if thousands else []
-    return tokens + (_english_below_thousand(rest) if rest else [])
+    return _number_tokens(n, _english_below_thousand, "zero", "thousand")
 
 
 def english_from_tokens(tokens: list[str]) -> str:
@@ -109,12 +113,7 @@ def _german_below_thousand(n: int, last: bool) -> list[str]:
 
 def german_tokens(n: int) -> list[str]:
     """21121 -> ["ein", "und", "zwanzig", "tausend", "ein", "hundert", "ein", "und", "zwanzig"]."""
-    n = _check_number(n)
-    if n == 0:
-        return ["null"]
-    thousands, rest = divmod(n, 1000)
-    tokens = _german_below_thousand(thousands, last=False) + ["tausend"] if thousands else []
-    return tokens + (_german_below_thousand(rest, last=True) if rest else [])
+    return _number_tokens(n, _german_below_thousand, "null", "tausend")
 
 
 def german_from_tokens(tokens: list[str]) -> str:
