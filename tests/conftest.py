@@ -1,21 +1,26 @@
 """Fixtures the test files share, and the markers that let `make unit` skip the slow tests.
 
 Markers (registered in pyproject.toml): `assets` needs the fetched models or data (data/assets, data/cache),
-`slow` takes more than a few seconds, `browser` drives Chromium. A test that uses one of the asset fixtures
-below is marked `assets` automatically.
+`slow` takes more than a few seconds, `browser` drives Chromium. A test that uses one of the fixtures that load
+assets or a real model is marked automatically.
 """
+
 import pytest
 import torch
 
 import scratch  # noqa: F401  (offline environment before transformers is imported)
 
 ASSET_FIXTURES = {"smollm2", "minilm", "gpt2_files", "moby_dick", "mlm"}
+SLOW_FIXTURES = {"smollm2", "minilm", "mlm", "tiny_t5"}  # a real model: seconds to load, more to run
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if ASSET_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if ASSET_FIXTURES & fixtures:
             item.add_marker(pytest.mark.assets)
+        if SLOW_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -48,9 +53,19 @@ def tiny_gpt2():
     from scratch.pretrained import from_hf_gpt2
 
     torch.manual_seed(0)
-    config = GPT2Config(n_layer=2, n_head=4, n_embd=64, vocab_size=100, n_positions=64, resid_pdrop=0.0,
-                        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=99)
-    config._attn_implementation = "eager"                  # so that it returns attention weights
+    config = GPT2Config(
+        n_layer=2,
+        n_head=4,
+        n_embd=64,
+        vocab_size=100,
+        n_positions=64,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=0,
+        eos_token_id=99,
+    )
+    config._attn_implementation = "eager"  # so that it returns attention weights
     hf = sharpen_(GPT2LMHeadModel(config), 8.0)
     return hf, from_hf_gpt2(hf)
 
@@ -63,9 +78,17 @@ def tiny_llama():
     from scratch.pretrained import from_hf_llama
 
     torch.manual_seed(0)
-    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-                         num_hidden_layers=2, vocab_size=100, max_position_embeddings=64, tie_word_embeddings=True,
-                         attn_implementation="eager")
+    config = LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        vocab_size=100,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        attn_implementation="eager",
+    )
     hf = sharpen_(LlamaForCausalLM(config), 3.0)
     return hf, from_hf_llama(hf)
 

@@ -1,5 +1,6 @@
 """`python -m scratch.check`: one OK/FAIL line per pinned package and asset, a fix for each FAIL,
 and nothing fetched while checking."""
+
 import subprocess
 import sys
 

@@ -1,4 +1,5 @@
 """The environment is what requirements.txt says, and the conda path stays consistent with it."""
+
 import importlib.metadata
 import re
 import subprocess

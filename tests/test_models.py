@@ -1,5 +1,6 @@
 """scratch.models: the encoder-decoder against torch.nn.Transformer, GPT against Hugging Face GPT-2,
 BERT against the real MiniLM, the configuration's presets, greedy decoding, and bad input."""
+
 import math
 
 import pytest
@@ -33,10 +34,12 @@ TGT = ids([BOS, 3, 4, 5], [BOS, 6], [BOS, 7, 8, 9])
 
 # ---------------------------------------------------------------- Transformer vs torch.nn.Transformer
 
+
 def copy_attention(ours, theirs):
     with torch.no_grad():
-        for linear, w, b in zip((ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3),
-                                theirs.in_proj_bias.chunk(3)):
+        for linear, w, b in zip(
+            (ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3), theirs.in_proj_bias.chunk(3)
+        ):
             linear.weight.copy_(w)
             linear.bias.copy_(b)
         ours.w_o.load_state_dict(theirs.out_proj.state_dict())
@@ -48,8 +51,11 @@ def torch_twin(model, norm_first, activation):
     torch always ends both stacks with a LayerNorm; the paper's post-LN model does not (each block already
     ends with one), so for post-LN those two are removed from torch's model.
     """
-    ref = nn.Transformer(32, 4, 2, 2, 64, dropout=0.0, activation=activation, batch_first=True,
-                         norm_first=norm_first).double().eval()
+    ref = (
+        nn.Transformer(32, 4, 2, 2, 64, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first)
+        .double()
+        .eval()
+    )
     with torch.no_grad():
         for p in ref.parameters():
             if p.dim() == 1:
@@ -78,13 +84,19 @@ def test_transformer_matches_torch(norm_first, activation):
     model = small_transformer(norm_first, activation)
     ref = torch_twin(model, norm_first, activation)
     with torch.no_grad():
-        scale = math.sqrt(32)                               # same embeddings, PE and tied head around torch's stacks
+        scale = math.sqrt(32)  # same embeddings, PE and tied head around torch's stacks
         src_x = model.pos(model.src_embed(SRC) * scale)
         tgt_x = model.pos(model.tgt_embed(TGT) * scale)
         # torch's boolean masks mean the opposite of ours: True = hidden
-        out = ref(src_x, tgt_x, tgt_mask=~causal_mask(TGT.shape[1]), src_key_padding_mask=SRC == PAD,
-                  memory_key_padding_mask=SRC == PAD, tgt_key_padding_mask=TGT == PAD)
-        expected = out @ model.tgt_embed.weight.T           # tied de-embedding: h E^T
+        out = ref(
+            src_x,
+            tgt_x,
+            tgt_mask=~causal_mask(TGT.shape[1]),
+            src_key_padding_mask=SRC == PAD,
+            memory_key_padding_mask=SRC == PAD,
+            tgt_key_padding_mask=TGT == PAD,
+        )
+        expected = out @ model.tgt_embed.weight.T  # tied de-embedding: h E^T
         logits = model(SRC, TGT)
     assert logits.shape == (3, 4, 11)
     torch.testing.assert_close(logits, expected, atol=1e-10, rtol=0)
@@ -101,8 +113,8 @@ def test_transformer_weights_and_tying():
     cross = weights["cross"][1]
     assert cross.shape == (3, 4, 4, 5)
     torch.testing.assert_close(cross.sum(-1), torch.ones(3, 4, 4, dtype=torch.float64), atol=1e-12, rtol=0)
-    assert (cross[1, :, :, 3:] == 0).all()                  # source padding gets no attention
-    assert (weights["decoder"][0].triu(1) == 0).all()       # no peeking at later targets
+    assert (cross[1, :, :, 3:] == 0).all()  # source padding gets no attention
+    assert (weights["decoder"][0].triu(1) == 0).all()  # no peeking at later targets
     torch.testing.assert_close(logits, model(SRC, TGT), atol=0, rtol=0)
     untied = small_transformer(tie_embeddings=False)
     assert untied.lm_head.weight is not untied.tgt_embed.weight
@@ -112,7 +124,7 @@ def test_transformer_is_causal_and_ignores_padding():
     model = small_transformer(norm_first=True)
     logits = model(SRC, TGT)
     changed = TGT.clone()
-    changed[:, -1] = 5                                      # a different last target token
+    changed[:, -1] = 5  # a different last target token
     torch.testing.assert_close(model(SRC, changed)[:, :-1], logits[:, :-1], atol=1e-12, rtol=0)
     more_padding = torch.cat([SRC, torch.zeros(3, 2, dtype=torch.long)], dim=1)
     torch.testing.assert_close(model(more_padding, TGT), logits, atol=1e-12, rtol=0)
@@ -129,32 +141,33 @@ def test_greedy_decode_matches_step_by_step_argmax():
     model = small_transformer(seed=3)
     out = model.greedy_decode(SRC, BOS, EOS, max_len=8)
     assert out.shape[0] == 3 and out.shape[1] <= 8
-    for row in range(3):                                    # re-run each source alone, full forward each step
+    for row in range(3):  # re-run each source alone, full forward each step
         ys = [BOS]
         for _ in range(out.shape[1]):
-            nxt = int(model(SRC[row:row + 1], torch.tensor([ys]))[0, -1].argmax())
+            nxt = int(model(SRC[row : row + 1], torch.tensor([ys]))[0, -1].argmax())
             ys.append(nxt)
             if nxt == EOS:
                 break
         generated = ys[1:]
-        assert out[row, :len(generated)].tolist() == generated
-        assert (out[row, len(generated):] == PAD).all()
+        assert out[row, : len(generated)].tolist() == generated
+        assert (out[row, len(generated) :] == PAD).all()
 
 
 def test_greedy_decode_stops_at_eos_and_restores_mode():
     model = small_transformer(seed=4)
     push_eos = torch.zeros(11, dtype=torch.float64)
-    push_eos[EOS] = 100.0                                   # EOS always wins from the second step on
+    push_eos[EOS] = 100.0  # EOS always wins from the second step on
     calls = []
     model.lm_head.register_forward_hook(lambda m, i, o: calls.append(1) or (o + push_eos if len(calls) > 1 else o))
     model.train()
     out = model.greedy_decode(SRC, BOS, EOS, max_len=8)
     assert out.shape == (3, 2) and (out[:, 1] == EOS).all()  # one token, then EOS everywhere: stopped
     assert len(calls) == 2
-    assert model.training                                   # the previous mode is restored
+    assert model.training  # the previous mode is restored
 
 
 # ---------------------------------------------------------------- GPT vs Hugging Face GPT-2
+
 
 def test_gpt_from_hf_gpt2_same_logits(tiny_gpt2):
     hf, model = tiny_gpt2
@@ -172,10 +185,10 @@ def test_gpt_from_hf_gpt2_same_logits(tiny_gpt2):
 
 def test_gpt_config_presets():
     """The defaults are GPT-2 small (124 M parameters); the Llama preset is SmolLM2-135M's architecture."""
-    with torch.device("meta"):                            # shapes only, no memory
+    with torch.device("meta"):  # shapes only, no memory
         gpt2, llama = GPT(GPTConfig.gpt2()), GPT(GPTConfig.llama())
     assert GPTConfig() == GPTConfig.gpt2() and sum(p.numel() for p in gpt2.parameters()) == 124_439_808
-    assert sum(p.numel() for p in llama.parameters()) == 134_515_008          # SmolLM2-135M-Instruct
+    assert sum(p.numel() for p in llama.parameters()) == 134_515_008  # SmolLM2-135M-Instruct
     assert llama.pos_embed is None and llama.blocks[0].self_attn.n_kv_heads == 3
     small = GPTConfig.llama(d_model=64, h=4, n_kv_heads=2, N=2, d_ff=128, vocab_size=100, max_len=32)
     assert small.norm == "rmsnorm" and small.ffn == "swiglu" and small.positional == "rotary" and not small.bias
@@ -189,25 +202,31 @@ def test_gpt_is_causal_and_initialised_small():
     y[:, 6:] = 0
     torch.testing.assert_close(model(x)[:, :6], model(y)[:, :6])
     assert abs(model.tok_embed.weight.std().item() - 0.02) < 0.002
-    assert model.blocks[0].ffn.linear2.weight.std().item() < 0.012     # 0.02 / sqrt(2N) = 0.01
+    assert model.blocks[0].ffn.linear2.weight.std().item() < 0.012  # 0.02 / sqrt(2N) = 0.01
 
 
 # ---------------------------------------------------------------- BERT vs the real MiniLM
+
 
 def test_bert_from_hf_bert_matches_minilm(minilm):
     hf, tokenizer = minilm
     model = from_hf_bert(hf)
     assert len(model.blocks) == 6 and model.blocks[0].self_attn.h == 12
-    batch = tokenizer(["The dog ate the food because it was hungry.", "Call me Ishmael."],
-                      padding=True, return_tensors="pt")
-    pair = tokenizer("I went to the store to buy some groceries.",
-                     "When I got home, I realized I forgot to buy milk.", return_tensors="pt")
+    batch = tokenizer(
+        ["The dog ate the food because it was hungry.", "Call me Ishmael."], padding=True, return_tensors="pt"
+    )
+    pair = tokenizer(
+        "I went to the store to buy some groceries.",
+        "When I got home, I realized I forgot to buy milk.",
+        return_tensors="pt",
+    )
     assert pair["token_type_ids"].max() == 1 and (batch["attention_mask"] == 0).any()
     for inputs in (batch, pair):
         with torch.no_grad():
             expected = hf(**inputs, output_hidden_states=True, output_attentions=True)
-            states, weights = model.hidden_states(inputs["input_ids"], inputs["token_type_ids"],
-                                                  inputs["attention_mask"], need_weights=True)
+            states, weights = model.hidden_states(
+                inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"], need_weights=True
+            )
             last = model(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"])
         torch.testing.assert_close(last, expected.last_hidden_state, atol=1e-4, rtol=1e-4)
         assert len(states) == 7 and len(weights) == 6
@@ -222,6 +241,7 @@ def test_bert_from_hf_bert_matches_minilm(minilm):
 
 
 # ---------------------------------------------------------------- bad input
+
 
 def test_bad_token_ids():
     model = small_transformer()

@@ -1,5 +1,6 @@
 """The course's tiny T5 (data/checkpoints/tiny-t5, lecture 9): it loads, is small, and still answers every task as
 well as its metrics.json says; T5's relative position buckets equal scratch.embeddings'; unsafe folders are refused."""
+
 import json
 import shutil
 
@@ -11,8 +12,8 @@ from scratch.embeddings import RelativePositionBias
 from scratch.pretrained import load_tiny_t5
 from scratch.tasks import TEXT_TO_TEXT_TASKS, text_to_text_accuracy, text_to_text_dataset, text_to_text_generate
 
-TARGET = 0.95          # exact match the issue asks for, on every task
-TOLERANCE = 0.05       # a 100-input sample may differ from the 1000-input measurement by a few points
+TARGET = 0.95  # exact match the issue asks for, on every task
+TOLERANCE = 0.05  # a 100-input sample may differ from the 1000-input measurement by a few points
 MAX_BYTES = 20_000_000
 
 
@@ -64,8 +65,12 @@ def test_relative_position_bias_equals_t5_compute_bias(tiny_t5):
     model, _ = tiny_t5
     for stack, bidirectional in [(model.encoder, True), (model.decoder, False)]:
         attention = stack.block[0].layer[0].SelfAttention
-        ours = RelativePositionBias(attention.n_heads, attention.relative_attention_num_buckets,
-                                    attention.relative_attention_max_distance, bidirectional)
+        ours = RelativePositionBias(
+            attention.n_heads,
+            attention.relative_attention_num_buckets,
+            attention.relative_attention_max_distance,
+            bidirectional,
+        )
         ours.bias.weight.data.copy_(attention.relative_attention_bias.weight)
         with torch.no_grad():
             assert torch.equal(ours(7, 9), attention.compute_bias(7, 9)[0])

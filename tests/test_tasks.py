@@ -1,10 +1,21 @@
 """scratch.tasks: number words checked by hand, the translation data set, the character data set."""
+
 import pytest
 import torch
 
-from scratch.tasks import (ENGLISH_TOKENS, GERMAN_TOKENS, MAX_NUMBER, CharDataset, Vocabulary, english_number,
-                           english_tokens, german_number, german_tokens, moby_dick_dataset,
-                           number_translation_dataset)
+from scratch.tasks import (
+    ENGLISH_TOKENS,
+    GERMAN_TOKENS,
+    MAX_NUMBER,
+    CharDataset,
+    Vocabulary,
+    english_number,
+    english_tokens,
+    german_number,
+    german_tokens,
+    moby_dick_dataset,
+    number_translation_dataset,
+)
 
 KNOWN = {  # n: (English, German), written by hand
     0: ("zero", "null"),
@@ -39,8 +50,10 @@ KNOWN = {  # n: (English, German), written by hand
     31000: ("thirty-one thousand", "einunddreißigtausend"),
     100000: ("one hundred thousand", "einhunderttausend"),
     101001: ("one hundred one thousand one", "einhunderteintausendeins"),
-    999999: ("nine hundred ninety-nine thousand nine hundred ninety-nine",
-             "neunhundertneunundneunzigtausendneunhundertneunundneunzig"),
+    999999: (
+        "nine hundred ninety-nine thousand nine hundred ninety-nine",
+        "neunhundertneunundneunzigtausendneunhundertneunundneunzig",
+    ),
 }
 
 
@@ -51,7 +64,7 @@ def test_known_numbers(n):
 
 def test_tokens():
     assert english_tokens(23) == ["twenty", "-", "three"]
-    assert german_tokens(23) == ["drei", "und", "zwanzig"]          # units before tens
+    assert german_tokens(23) == ["drei", "und", "zwanzig"]  # units before tens
     assert german_tokens(1001) == ["ein", "tausend", "eins"]
     assert german_tokens(17) == ["siebzehn"]
 
@@ -63,14 +76,14 @@ def test_every_number_uses_the_vocabulary_and_concatenates():
         assert german_number(n) == "".join(german_tokens(n))
         assert english_number(n).replace("-", " ").split() == [t for t in english_tokens(n) if t != "-"]
     used = set().union(*(german_tokens(n) for n in range(2000)))
-    assert used == german                                          # every German token occurs below 2000
+    assert used == german  # every German token occurs below 2000
 
 
 def test_vocabulary():
     vocab = Vocabulary(["a", "b"])
     assert (vocab.pad_id, vocab.bos_id, vocab.eos_id, len(vocab)) == (0, 1, 2, 5)
     assert vocab.encode(["b", "a"]) == [4, 3]
-    assert vocab.decode([1, 3, 4, 2, 3, 0]) == ["a", "b"]           # stops at <eos>
+    assert vocab.decode([1, 3, 4, 2, 3, 0]) == ["a", "b"]  # stops at <eos>
     assert vocab.decode(torch.tensor([3, 0, 0])) == ["a"]
     with pytest.raises(ValueError, match="'c' is not in the vocabulary"):
         vocab.encode(["c"])
@@ -83,7 +96,7 @@ def test_vocabulary():
 def test_number_translation_dataset():
     data = number_translation_dataset(seed=1, n_train=300, n_val=100, max_number=999)
     assert len(data.train_numbers) == 300 and len(data.val_numbers) == 100
-    assert not set(data.train_numbers) & set(data.val_numbers)      # held out
+    assert not set(data.train_numbers) & set(data.val_numbers)  # held out
     assert data.train_src.shape[0] == 300 and data.val_tgt.shape[0] == 100
     assert data.train_src.shape[1] == data.val_src.shape[1] and data.train_tgt.dtype == torch.long
     for i in (0, 57, 299):
@@ -93,12 +106,13 @@ def test_number_translation_dataset():
         assert data.train_tgt[i, 0] == data.tgt_vocab.bos_id
     again = number_translation_dataset(seed=1, n_train=300, n_val=100, max_number=999)
     assert again.train_numbers == data.train_numbers and torch.equal(again.val_tgt, data.val_tgt)
-    assert number_translation_dataset(seed=2, n_train=300, n_val=100, max_number=999).train_numbers \
-        != data.train_numbers
+    assert (
+        number_translation_dataset(seed=2, n_train=300, n_val=100, max_number=999).train_numbers != data.train_numbers
+    )
     src, tgt_in, tgt_out = data.get_batch("val", 16, torch.Generator().manual_seed(0))
     assert src.shape == (16, data.val_src.shape[1]) and tgt_in.shape == tgt_out.shape
     assert (tgt_in[:, 0] == data.tgt_vocab.bos_id).all()
-    assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])              # shifted by one: teacher forcing
+    assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])  # shifted by one: teacher forcing
     with pytest.raises(ValueError, match="n_train \\+ n_val <= 1000"):
         number_translation_dataset(n_train=900, n_val=101, max_number=999)
     with pytest.raises(ValueError, match="unknown split 'test'; choose one of train, val"):
@@ -121,7 +135,7 @@ def test_char_dataset():
     g = torch.Generator().manual_seed(0)
     x, y = data.get_batch("train", 4, 8, g)
     assert x.shape == y.shape == (4, 8)
-    assert torch.equal(x[:, 1:], y[:, :-1])                          # y is x shifted by one character
+    assert torch.equal(x[:, 1:], y[:, :-1])  # y is x shifted by one character
     with pytest.raises(ValueError, match="block_size"):
         data.get_batch("val", 4, 23)
     with pytest.raises(ValueError, match="unknown split 'test'"):
@@ -143,8 +157,15 @@ def test_moby_dick_dataset():
 
 import random  # noqa: E402
 
-from scratch.tasks import (TEXT_TO_TEXT_TASKS, exact_match, is_held_out, task_of, task_prefix,  # noqa: E402
-                           text_to_text_dataset, text_to_text_example)
+from scratch.tasks import (  # noqa: E402
+    TEXT_TO_TEXT_TASKS,
+    exact_match,
+    is_held_out,
+    task_of,
+    task_prefix,
+    text_to_text_dataset,
+    text_to_text_example,
+)
 
 
 def test_text_to_text_examples_are_right():
@@ -161,7 +182,8 @@ def test_text_to_text_examples_are_right():
         numbers = [int(x) for x in source.removeprefix("sort: ").split()]
         assert [int(x) for x in target.split()] == sorted(numbers) and 3 <= len(numbers) <= 7
     assert text_to_text_example("translate German to English", random.Random(1), max_number=21)[0] in {
-        f"translate German to English: {german_number(n)}" for n in range(22)}
+        f"translate German to English: {german_number(n)}" for n in range(22)
+    }
 
 
 def test_translation_directions_agree_and_prefix_names_the_task():

@@ -1,4 +1,5 @@
 """scratch.training: determinism, the schedule, that loss goes down, evaluation hooks, bad input."""
+
 import math
 
 import matplotlib
@@ -7,8 +8,17 @@ import torch
 
 from scratch import seed_everything
 from scratch.models import GPT, GPTConfig, Transformer
-from scratch.training import (History, default_loss, estimate_loss, eval_mode, lr_factor, pick_device, plot_history,
-                              sequence_loss, train)
+from scratch.training import (
+    History,
+    default_loss,
+    estimate_loss,
+    eval_mode,
+    lr_factor,
+    pick_device,
+    plot_history,
+    sequence_loss,
+    train,
+)
 
 matplotlib.use("Agg")
 
@@ -20,16 +30,31 @@ def tiny_gpt(seed=0):
 
 def counting_batches():
     """Sequences that count up modulo 12: x = a, a+1, ...; y the next numbers. Easy to learn."""
+
     def get_batch():
         start = torch.randint(12, (8, 1))
         x = (start + torch.arange(9)) % 12
         return x[:, :-1], x[:, 1:]
+
     return get_batch
 
 
 def test_same_seed_same_losses():
-    runs = [train(tiny_gpt(), counting_batches(), 15, lr=3e-3, warmup=3, eval_fn=lambda m: 0.5, eval_every=5,
-                  device="cpu", seed=7, progress=False) for _ in range(2)]
+    runs = [
+        train(
+            tiny_gpt(),
+            counting_batches(),
+            15,
+            lr=3e-3,
+            warmup=3,
+            eval_fn=lambda m: 0.5,
+            eval_every=5,
+            device="cpu",
+            seed=7,
+            progress=False,
+        )
+        for _ in range(2)
+    ]
     assert runs[0].train_loss == runs[1].train_loss
     assert runs[0].step == list(range(1, 16)) and runs[0].eval_step == [5, 10, 15]
     other = train(tiny_gpt(), counting_batches(), 15, lr=3e-3, device="cpu", seed=8, progress=False)
@@ -40,13 +65,22 @@ def test_loss_goes_down_and_eval_is_called():
     model = tiny_gpt()
     get_batch = counting_batches()
     seen = []
-    history = train(model, get_batch, 60, lr=1e-2, warmup=10, device="cpu", progress=False,
-                    eval_fn=lambda m: estimate_loss(m, get_batch, iters=2), eval_every=20,
-                    on_eval=lambda h: seen.append((h.eval_step[-1], model.training)))
-    assert history.train_loss[0] > math.log(12) - 0.5           # starts near uniform guessing
+    history = train(
+        model,
+        get_batch,
+        60,
+        lr=1e-2,
+        warmup=10,
+        device="cpu",
+        progress=False,
+        eval_fn=lambda m: estimate_loss(m, get_batch, iters=2),
+        eval_every=20,
+        on_eval=lambda h: seen.append((h.eval_step[-1], model.training)),
+    )
+    assert history.train_loss[0] > math.log(12) - 0.5  # starts near uniform guessing
     assert history.eval_loss[-1] < 0.5 * history.eval_loss[0]
-    assert seen == [(20, False), (40, False), (60, False)]     # evaluated in eval mode
-    assert not model.training                                   # and left in eval mode
+    assert seen == [(20, False), (40, False), (60, False)]  # evaluated in eval mode
+    assert not model.training  # and left in eval mode
     assert len(history.lr) == 60 and history.lr[9] == pytest.approx(1e-2)
 
 
@@ -68,7 +102,7 @@ def test_transformer_batches_and_padding_are_ignored():
 def test_lr_schedule():
     factors = [lr_factor(s, 100, warmup=10) for s in range(100)]
     assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
-    assert factors[99] == pytest.approx(0.1)                    # cosine down to min_factor
+    assert factors[99] == pytest.approx(0.1)  # cosine down to min_factor
     assert all(a >= b for a, b in zip(factors[9:], factors[10:]))
     assert lr_factor(50, 100, schedule="constant") == 1.0
 
@@ -93,17 +127,18 @@ def test_eval_mode_turns_dropout_off_and_restores_the_mode():
         model.train(was_training)
         with eval_mode(model):
             assert not model.training and not torch.is_grad_enabled()
-            assert torch.equal(model(x), model(x))        # no dropout: the same output twice
+            assert torch.equal(model(x), model(x))  # no dropout: the same output twice
         assert model.training == was_training and torch.is_grad_enabled()
-    with pytest.raises(RuntimeError), eval_mode(model):   # restored after an error too
+    with pytest.raises(RuntimeError), eval_mode(model):  # restored after an error too
         model.train()
         raise RuntimeError
     assert not model.training
 
 
 def test_plot_history():
-    history = History(step=[1, 2, 3, 4], train_loss=[3.0, 2.0, 1.5, 1.0], lr=[1.0] * 4, eval_step=[2, 4],
-                      eval_loss=[2.5, 1.2])
+    history = History(
+        step=[1, 2, 3, 4], train_loss=[3.0, 2.0, 1.5, 1.0], lr=[1.0] * 4, eval_step=[2, 4], eval_loss=[2.5, 1.2]
+    )
     ax = plot_history(history, title="demo", smooth=2)
     assert ax.get_title() == "demo" and ax.get_xlabel() == "step" and ax.get_ylabel()
     assert len(ax.get_lines()) == 2 and ax.get_legend() is not None

@@ -20,6 +20,7 @@
 
 Importing scratch also sets the offline environment (OFFLINE_ENV), here and nowhere else.
 """
+
 import os
 import sys
 import warnings
@@ -34,7 +35,9 @@ elif numerics.cpu_supports_pinned_path() and numerics.problems():
         "torch was imported before scratch, outside the course's Jupyter kernel, so it runs off the pinned "
         f"numeric path ({'; '.join(numerics.problems())}). Results can differ from the stored outputs in the "
         "last digits. Choose the kernel 'Transformers from Scratch' (installed by `make setup`), "
-        "or import scratch before torch.", stacklevel=2)
+        "or import scratch before torch.",
+        stacklevel=2,
+    )
 
 # Models load from local paths only; with these set, a mistaken hub id fails at once instead of hanging.
 # Loading progress bars print speeds (it/s) that change every run; nbval would see them as changed output.

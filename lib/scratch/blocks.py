@@ -19,6 +19,7 @@ Where the norm sits (norm_first):
 Parameter and sub-module names follow torch.nn.TransformerEncoderLayer / DecoderLayer where they can.
 Shapes: batch, n positions (queries), m encoder positions (keys of cross-attention), d_model, h heads, d_ff.
 """
+
 from __future__ import annotations
 
 import torch
@@ -56,12 +57,12 @@ class LayerNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
         self.d_model, self.eps = _check_norm_args(d_model, eps), eps
-        self.weight = nn.Parameter(torch.ones(d_model))   # gamma: starts as "keep the normalised value"
-        self.bias = nn.Parameter(torch.zeros(d_model))    # beta
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma: starts as "keep the normalised value"
+        self.bias = nn.Parameter(torch.zeros(d_model))  # beta
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         validate.features(x, self.d_model)
-        var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)   # each (..., 1)
+        var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)  # each (..., 1)
         return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
 
     def extra_repr(self) -> str:
@@ -80,12 +81,12 @@ class RMSNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
         self.d_model, self.eps = _check_norm_args(d_model, eps), eps
-        self.weight = nn.Parameter(torch.ones(d_model))   # gamma
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         validate.features(x, self.d_model)
-        x32 = x.to(torch.promote_types(x.dtype, torch.float32))               # float16/bfloat16 -> float32
-        mean_square = x32.pow(2).mean(dim=-1, keepdim=True)                    # (..., 1)
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))  # float16/bfloat16 -> float32
+        mean_square = x32.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
         return self.weight * (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype)
 
     def extra_repr(self) -> str:
@@ -107,14 +108,14 @@ class FeedForward(nn.Module):
         self.d_model, self.d_ff = validate.integer(d_model, "d_model"), validate.integer(d_ff, "d_ff")
         self.activation_name = validate.choice(activation, "activation", ACTIVATIONS)
         self.activation = ACTIVATIONS[activation]
-        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)   # W_1: (d_model -> d_ff), expand
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1: (d_model -> d_ff), expand
         self.dropout = nn.Dropout(validate.dropout(dropout))
-        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)   # W_2: (d_ff -> d_model), contract
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2: (d_ff -> d_model), contract
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (..., d_model) -> (..., d_model)."""
         validate.features(x, self.d_model)
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))   # hidden: (..., d_ff)
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))  # hidden: (..., d_ff)
 
     def extra_repr(self) -> str:
         return f"activation={self.activation_name!r}"
@@ -133,15 +134,15 @@ class SwiGLUFeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0):
         super().__init__()
         self.d_model, self.d_ff = validate.integer(d_model, "d_model"), validate.integer(d_ff, "d_ff")
-        self.gate = nn.Linear(d_model, d_ff, bias=bias)   # (d_model -> d_ff), through SiLU: how much passes
-        self.up = nn.Linear(d_model, d_ff, bias=bias)     # (d_model -> d_ff), what passes
+        self.gate = nn.Linear(d_model, d_ff, bias=bias)  # (d_model -> d_ff), through SiLU: how much passes
+        self.up = nn.Linear(d_model, d_ff, bias=bias)  # (d_model -> d_ff), what passes
         self.dropout = nn.Dropout(validate.dropout(dropout))
-        self.down = nn.Linear(d_ff, d_model, bias=bias)   # (d_ff -> d_model), contract
+        self.down = nn.Linear(d_ff, d_model, bias=bias)  # (d_ff -> d_model), contract
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (..., d_model) -> (..., d_model)."""
         validate.features(x, self.d_model)
-        hidden = F.silu(self.gate(x)) * self.up(x)                             # (..., d_ff)
+        hidden = F.silu(self.gate(x)) * self.up(x)  # (..., d_ff)
         return self.down(self.dropout(hidden))
 
     def extra_repr(self) -> str:
@@ -169,9 +170,22 @@ class EncoderBlock(nn.Module):
     ffn="swiglu", bias=False, n_kv_heads and rotary is transformers' LlamaDecoderLayer.
     """
 
-    def __init__(self, d_model: int, h: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
-                 norm_first: bool = False, eps: float = 1e-5, bias: bool = True, *, norm: str = "layernorm",
-                 ffn: str = "mlp", n_kv_heads: int | None = None, rotary: RotaryEmbedding | None = None):
+    def __init__(
+        self,
+        d_model: int,
+        h: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        bias: bool = True,
+        *,
+        norm: str = "layernorm",
+        ffn: str = "mlp",
+        n_kv_heads: int | None = None,
+        rotary: RotaryEmbedding | None = None,
+    ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, h, bias, dropout, n_kv_heads, rotary)
@@ -180,8 +194,14 @@ class EncoderBlock(nn.Module):
         self.norm1, self.norm2 = norm_class(d_model, eps), norm_class(d_model, eps)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False,
-                positions=None, kv_cache=None):
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        positions=None,
+        kv_cache=None,
+    ):
         """x: (batch, n, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, n, n)
         (causal_mask(n) for GPT, padding_mask(ids, pad_id) for BERT).
         positions: the tokens' positions for a rotary attention (None = 0..n-1, or an int offset).
@@ -190,12 +210,13 @@ class EncoderBlock(nn.Module):
         Returns x (batch, n, d_model), and the attention weights (batch, h, n, m) too when need_weights
         (m = n, or past + n with a cache).
         """
-        if self.norm_first:   # pre-LN: x = x + f(norm(x))
-            attn, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=True, positions=positions,
-                                           kv_cache=kv_cache)
+        if self.norm_first:  # pre-LN: x = x + f(norm(x))
+            attn, weights = self.self_attn(
+                self.norm1(x), mask=mask, need_weights=True, positions=positions, kv_cache=kv_cache
+            )
             x = x + self.dropout1(attn)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
-        else:                 # post-LN: x = norm(x + f(x))
+        else:  # post-LN: x = norm(x + f(x))
             attn, weights = self.self_attn(x, mask=mask, need_weights=True, positions=positions, kv_cache=kv_cache)
             x = self.norm1(x + self.dropout1(attn))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
@@ -212,8 +233,17 @@ class DecoderBlock(nn.Module):
     output (memory), so every target position can look at every source position.
     """
 
-    def __init__(self, d_model: int, h: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
-                 norm_first: bool = False, eps: float = 1e-5, bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        h: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        bias: bool = True,
+    ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
@@ -222,8 +252,14 @@ class DecoderBlock(nn.Module):
         self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, eps) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, need_weights: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ):
         """x: (batch, n, d_model) the target side; memory: (batch, m, d_model) the encoder's output.
         self_mask: broadcastable to (batch, h, n, n), usually causal_mask(n) (and target padding);
         memory_mask: broadcastable to (batch, h, n, m), usually padding_mask(src, pad_id).

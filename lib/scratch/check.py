@@ -6,6 +6,7 @@ every asset of `scratch.assets` (re-hashed from disk, never downloaded here), th
 ships in data/checkpoints/, the course's Jupyter kernel (which pins the numeric path, `scratch.numerics`), and
 the Chromium the book's browser test drives. Exit code 1 if anything failed.
 """
+
 from __future__ import annotations
 
 import importlib.metadata

@@ -11,6 +11,7 @@ Attention treats its input as a set (lecture 3), so word order has to be put in 
 Token embeddings themselves are plain `torch.nn.Embedding`: a lookup of rows, i.e. one_hot(ids) @ weight.
 Shapes use the lectures' names: n positions (queries), m keys, d_model, h heads, d_head per head.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,12 +28,14 @@ def _check_sequence(x: torch.Tensor, d_model: int, max_len: int, offset: int) ->
         found = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a tensor of shape (..., n, d_model = {d_model}), got {found}")
     if offset + x.shape[-2] > max_len:
-        raise ValueError(f"sequence too long: positions {offset}..{offset + x.shape[-2] - 1} do not fit in "
-                         f"max_len = {max_len}")
+        raise ValueError(
+            f"sequence too long: positions {offset}..{offset + x.shape[-2] - 1} do not fit in max_len = {max_len}"
+        )
     return x.shape[-2]
 
 
 # ---------------------------------------------------------------- absolute positions
+
 
 def sinusoidal_positional_encoding(max_len: int, d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The fixed table PE of shape (max_len, d_model), with ω_i = 1 / 10000^(2i / d_model):
@@ -72,7 +75,7 @@ class SinusoidalPositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         offset = validate.integer(offset, "offset", minimum=0)
         n = _check_sequence(x, self.d_model, self.max_len, offset)
-        return self.dropout(x + self.pe[offset:offset + n].to(x.dtype))
+        return self.dropout(x + self.pe[offset : offset + n].to(x.dtype))
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -105,8 +108,10 @@ class LearnedPositionalEmbedding(nn.Module):
 
 # ---------------------------------------------------------------- relative positions
 
-def relative_position_bucket(relative_position: torch.Tensor, bidirectional: bool = True,
-                             num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
+
+def relative_position_bucket(
+    relative_position: torch.Tensor, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> torch.Tensor:
     """T5's map from an offset (key position - query position) to one of num_buckets integer buckets.
 
     Half of the buckets (per direction, if bidirectional) hold the small offsets exactly, one each;
@@ -128,8 +133,14 @@ def relative_position_bucket(relative_position: torch.Tensor, bidirectional: boo
     max_exact = num_buckets // 2
     is_small = distance < max_exact
     # log-spaced bins from max_exact up to max_distance; clamp(min=1) only avoids log(0) in the unused branch
-    if_large = max_exact + (torch.log(distance.clamp(min=1).float() / max_exact)
-                            / math.log(max_distance / max_exact) * (num_buckets - max_exact)).long()
+    if_large = (
+        max_exact
+        + (
+            torch.log(distance.clamp(min=1).float() / max_exact)
+            / math.log(max_distance / max_exact)
+            * (num_buckets - max_exact)
+        ).long()
+    )
     if_large = if_large.clamp(max=num_buckets - 1)
     return buckets + torch.where(is_small, distance, if_large)
 
@@ -154,9 +165,11 @@ class RelativePositionBias(nn.Module):
         self.bidirectional = bool(bidirectional)
         max_exact = num_buckets // (4 if bidirectional else 2)
         if max_exact < 1:
-            raise ValueError(f"num_buckets = {num_buckets} is too small: need at least "
-                             f"{4 if bidirectional else 2} (half exact, half logarithmic"
-                             f"{', per direction' if bidirectional else ''})")
+            raise ValueError(
+                f"num_buckets = {num_buckets} is too small: need at least "
+                f"{4 if bidirectional else 2} (half exact, half logarithmic"
+                f"{', per direction' if bidirectional else ''})"
+            )
         if max_distance <= max_exact:
             raise ValueError(f"max_distance must exceed the {max_exact} exact offsets, got {max_distance}")
         self.bias = nn.Embedding(num_buckets, h)  # S_rel: one row per bucket, one column per head
@@ -171,11 +184,14 @@ class RelativePositionBias(nn.Module):
         return self.bias(buckets).permute(2, 0, 1)  # (n, m, h) -> (h, n, m)
 
     def extra_repr(self) -> str:
-        return (f"h={self.h}, num_buckets={self.num_buckets}, max_distance={self.max_distance}, "
-                f"bidirectional={self.bidirectional}")
+        return (
+            f"h={self.h}, num_buckets={self.num_buckets}, max_distance={self.max_distance}, "
+            f"bidirectional={self.bidirectional}"
+        )
 
 
 # ---------------------------------------------------------------- rotary embeddings (RoPE)
+
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: a 90° turn of every pair (x_j, x_{j+d/2})."""
@@ -222,19 +238,23 @@ class RotaryEmbedding(nn.Module):
 
     def cos_sin(self, n: int, positions=None) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin of the angles for n positions: each (n, d_head), or (batch, n, d_head) for batched positions."""
-        if not isinstance(positions, torch.Tensor):           # None or an offset: a slice of the tables
+        if not isinstance(positions, torch.Tensor):  # None or an offset: a slice of the tables
             offset = validate.integer(0 if positions is None else positions, "positions (an offset)", minimum=0)
             if offset + n > self.max_len:
-                raise ValueError(f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
-                                 f"{offset}..{offset + n - 1}")
-            return self.cos_cached[offset:offset + n], self.sin_cached[offset:offset + n]
+                raise ValueError(
+                    f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
+                    f"{offset}..{offset + n - 1}"
+                )
+            return self.cos_cached[offset : offset + n], self.sin_cached[offset : offset + n]
         if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
             raise TypeError(f"positions must be integers, got {positions.dtype}")
         if positions.dim() not in (1, 2) or positions.shape[-1] != n:
             raise ValueError(f"positions must have shape ({n},) or (batch, {n}), got {tuple(positions.shape)}")
         if positions.min() < 0 or positions.max() >= self.max_len:
-            raise ValueError(f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
-                             f"{int(positions.min())}..{int(positions.max())}")
+            raise ValueError(
+                f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
+                f"{int(positions.min())}..{int(positions.max())}"
+            )
         positions = positions.to(self.cos_cached.device)
         return self.cos_cached[positions], self.sin_cached[positions]
 

@@ -10,6 +10,7 @@
 MiniLM ships no MLM head (it was fine-tuned for sentence embeddings); data/checkpoints/minilm-mlm-head/
 holds the small head trained by its train.py, which scratch.pretrained.load_minilm_mlm puts on MiniLM.
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,8 +20,14 @@ from scratch.training import eval_mode
 IGNORE_INDEX = -100  # label of positions that are not predicted (PyTorch's cross_entropy default)
 
 
-def mask_tokens(ids: torch.Tensor, special_mask: torch.Tensor, mask_id: int, vocab_size: int,
-                prob: float = 0.15, generator: torch.Generator | None = None):
+def mask_tokens(
+    ids: torch.Tensor,
+    special_mask: torch.Tensor,
+    mask_id: int,
+    vocab_size: int,
+    prob: float = 0.15,
+    generator: torch.Generator | None = None,
+):
     """BERT's masking: returns (inputs, labels), both (batch, T) like ids.
 
     Each non-special token is picked with probability `prob`. A picked token becomes [MASK] with
@@ -31,15 +38,17 @@ def mask_tokens(ids: torch.Tensor, special_mask: torch.Tensor, mask_id: int, voc
     if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"ids must be an integer tensor, got {getattr(ids, 'dtype', type(ids).__name__)}")
     if not isinstance(special_mask, torch.Tensor) or special_mask.shape != ids.shape:
-        raise ValueError(f"special_mask must be a bool tensor of the shape of ids {tuple(ids.shape)}, "
-                         f"got {tuple(special_mask.shape) if isinstance(special_mask, torch.Tensor) else special_mask}")
+        raise ValueError(
+            f"special_mask must be a bool tensor of the shape of ids {tuple(ids.shape)}, "
+            f"got {tuple(special_mask.shape) if isinstance(special_mask, torch.Tensor) else special_mask}"
+        )
     if not 0.0 < prob < 1.0:
         raise ValueError(f"prob must be in (0, 1), got {prob}")
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"mask_id {mask_id} is outside the vocabulary [0, {vocab_size})")
     picked = (torch.rand(ids.shape, generator=generator) < prob) & ~special_mask.bool()
     labels = torch.where(picked, ids, torch.full_like(ids, IGNORE_INDEX))
-    action = torch.rand(ids.shape, generator=generator)                     # one draw decides 80/10/10
+    action = torch.rand(ids.shape, generator=generator)  # one draw decides 80/10/10
     to_mask = picked & (action < 0.8)
     to_random = picked & (action >= 0.8) & (action < 0.9)
     random_ids = torch.randint(vocab_size, ids.shape, generator=generator, dtype=ids.dtype)
@@ -58,9 +67,9 @@ def token_windows(tokenizer, texts: list[str], max_len: int = 64) -> list[list[i
     body = max_len - 2
     windows = []
     for text in texts:
-        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]   # long texts are the point
+        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]  # long texts are the point
         for start in range(0, len(ids), body):
-            chunk = ids[start:start + body]
+            chunk = ids[start : start + body]
             if len(chunk) == body:
                 windows.append([tokenizer.cls_token_id, *chunk, tokenizer.sep_token_id])
     return windows
@@ -69,9 +78,14 @@ def token_windows(tokenizer, texts: list[str], max_len: int = 64) -> list[list[i
 def single_token_words(tokenizer, ids: list[int]) -> list[int]:
     """Positions of whole alphabetic words that are one WordPiece token (not '##x', not followed by '##x')."""
     tokens = tokenizer.convert_ids_to_tokens(ids)
-    return [i for i, tok in enumerate(tokens)
-            if tok.isalpha() and tok.isascii() and tok not in tokenizer.all_special_tokens
-            and not (i + 1 < len(tokens) and tokens[i + 1].startswith("##"))]
+    return [
+        i
+        for i, tok in enumerate(tokens)
+        if tok.isalpha()
+        and tok.isascii()
+        and tok not in tokenizer.all_special_tokens
+        and not (i + 1 < len(tokens) and tokens[i + 1].startswith("##"))
+    ]
 
 
 def masked_word_eval_set(tokenizer, windows: list[list[int]], prob: float = 0.15, seed: int = 0):
@@ -103,12 +117,12 @@ def fill_mask_accuracy(model, examples, batch_size: int = 32) -> dict:
     top1 = top5 = n = 0
     with eval_mode(model):
         for start in range(0, len(examples), batch_size):
-            batch = examples[start:start + batch_size]
+            batch = examples[start : start + batch_size]
             ids = torch.nn.utils.rnn.pad_sequence([e[0] for e in batch], batch_first=True)
             attention_mask = torch.nn.utils.rnn.pad_sequence([torch.ones_like(e[0]) for e in batch], batch_first=True)
-            logits = model(input_ids=ids, attention_mask=attention_mask).logits       # (batch, T, vocab)
+            logits = model(input_ids=ids, attention_mask=attention_mask).logits  # (batch, T, vocab)
             for row, (_, positions, targets) in enumerate(batch):
-                best = logits[row, positions].topk(5, dim=-1).indices                 # (k, 5)
+                best = logits[row, positions].topk(5, dim=-1).indices  # (k, 5)
                 top1 += (best[:, 0] == targets).sum().item()
                 top5 += (best == targets[:, None]).any(-1).sum().item()
                 n += len(targets)

@@ -14,6 +14,7 @@ The output layer is the "de-embedding": logits = x E^T, one score per vocabulary
 of the final hidden state x (d_model) with each token's embedding row (weight tying).
 Shapes: batch, S source positions, T target positions, d_model, h heads, d_ff, N layers, V vocabulary.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +29,8 @@ from scratch.blocks import NORMS, DecoderBlock, EncoderBlock, LayerNorm
 from scratch.embeddings import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
 from scratch.training import eval_mode
 
-
 # ---------------------------------------------------------------- the encoder-decoder transformer
+
 
 class Transformer(nn.Module):
     """The encoder-decoder of "Attention Is All You Need" (post-LN by default, as in the paper).
@@ -48,9 +49,21 @@ class Transformer(nn.Module):
     layer reuses the target embedding matrix E: logits = x E^T.
     """
 
-    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 512, h: int = 8, N: int = 6,
-                 d_ff: int = 2048, dropout: float = 0.1, max_len: int = 512, norm_first: bool = False,
-                 activation: str = "relu", tie_embeddings: bool = True, pad_id: int = 0):
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 512,
+        h: int = 8,
+        N: int = 6,
+        d_ff: int = 2048,
+        dropout: float = 0.1,
+        max_len: int = 512,
+        norm_first: bool = False,
+        activation: str = "relu",
+        tie_embeddings: bool = True,
+        pad_id: int = 0,
+    ):
         super().__init__()
         self.src_vocab_size = validate.integer(src_vocab_size, "src_vocab_size")
         self.tgt_vocab_size = validate.integer(tgt_vocab_size, "tgt_vocab_size")
@@ -59,32 +72,30 @@ class Transformer(nn.Module):
         validate.integer(N, "N")
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
-        self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)   # adds PE, then dropout
-        self.encoder = nn.ModuleList(EncoderBlock(d_model, h, d_ff, dropout, activation, norm_first)
-                                     for _ in range(N))
-        self.decoder = nn.ModuleList(DecoderBlock(d_model, h, d_ff, dropout, activation, norm_first)
-                                     for _ in range(N))
+        self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)  # adds PE, then dropout
+        self.encoder = nn.ModuleList(EncoderBlock(d_model, h, d_ff, dropout, activation, norm_first) for _ in range(N))
+        self.decoder = nn.ModuleList(DecoderBlock(d_model, h, d_ff, dropout, activation, norm_first) for _ in range(N))
         # pre-LN never normalises the residual stream inside the blocks, so each stack ends with a norm
         self.encoder_norm = LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = LayerNorm(d_model) if norm_first else nn.Identity()
-        self.lm_head = nn.Linear(d_model, tgt_vocab_size, bias=False)     # the de-embedding, (d_model -> V)
+        self.lm_head = nn.Linear(d_model, tgt_vocab_size, bias=False)  # the de-embedding, (d_model -> V)
 
-        for p in self.parameters():                  # Glorot for every matrix, as torch.nn.Transformer does
+        for p in self.parameters():  # Glorot for every matrix, as torch.nn.Transformer does
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
         for embedding in (self.src_embed, self.tgt_embed):
-            nn.init.normal_(embedding.weight, std=d_model ** -0.5)
+            nn.init.normal_(embedding.weight, std=d_model**-0.5)
         if tie_embeddings:
-            self.lm_head.weight = self.tgt_embed.weight   # one (V, d_model) matrix E: in as E[id], out as x E^T
+            self.lm_head.weight = self.tgt_embed.weight  # one (V, d_model) matrix E: in as E[id], out as x E^T
 
     def _embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
-        return self.pos(embedding(ids) * math.sqrt(self.d_model))     # (batch, L, d_model)
+        return self.pos(embedding(ids) * math.sqrt(self.d_model))  # (batch, L, d_model)
 
     def encode(self, src: torch.Tensor, need_weights: bool = False):
         """src: (batch, S) ids -> memory (batch, S, d_model); with need_weights also a list of the N
         encoder self-attention weights, each (batch, h, S, S)."""
         validate.token_ids(src, self.src_vocab_size, self.max_len, "src")
-        mask = padding_mask(src, self.pad_id)                          # (batch, 1, 1, S)
+        mask = padding_mask(src, self.pad_id)  # (batch, 1, 1, S)
         x = self._embed(src, self.src_embed)
         weights = []
         for block in self.encoder:
@@ -101,7 +112,7 @@ class Transformer(nn.Module):
         """
         validate.token_ids(tgt, self.tgt_vocab_size, self.max_len, "tgt")
         _same_batch(tgt=tgt, memory=memory, src=src)
-        memory_mask = padding_mask(src, self.pad_id)                  # (batch, 1, 1, S)
+        memory_mask = padding_mask(src, self.pad_id)  # (batch, 1, 1, S)
         # position t sees targets 0..t that are not padding: (T, T) & (batch, 1, 1, T) -> (batch, 1, T, T)
         self_mask = causal_mask(tgt.shape[1], device=tgt.device) & padding_mask(tgt, self.pad_id)
         x = self._embed(tgt, self.tgt_embed)
@@ -110,7 +121,7 @@ class Transformer(nn.Module):
             x, w_self, w_cross = block(x, memory, self_mask, memory_mask, need_weights=True)
             self_weights.append(w_self)
             cross_weights.append(w_cross)
-        logits = self.lm_head(self.decoder_norm(x))                    # (batch, T, V): x E^T
+        logits = self.lm_head(self.decoder_norm(x))  # (batch, T, V): x E^T
         return (logits, self_weights, cross_weights) if need_weights else logits
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False):
@@ -120,7 +131,7 @@ class Transformer(nn.Module):
         "encoder" (batch, h, S, S), "decoder" (batch, h, T, T) and "cross" (batch, h, T, S), where
         weights["cross"][layer][b, head, t, s] is how much target position t looks at source position s.
         """
-        memory, encoder_weights = self.encode(src, need_weights=True)   # decode checks tgt
+        memory, encoder_weights = self.encode(src, need_weights=True)  # decode checks tgt
         if not need_weights:
             return self.decode(tgt, memory, src)
         logits, self_weights, cross_weights = self.decode(tgt, memory, src, need_weights=True)
@@ -135,7 +146,7 @@ class Transformer(nn.Module):
         scratch.sampling.generate's, with decode(tgt, memory, src) as the model; it runs in eval mode without
         gradients and restores the previous mode.
         """
-        from scratch.sampling import generate   # lecture 10's loop (imported here: sampling imports this module)
+        from scratch.sampling import generate  # lecture 10's loop (imported here: sampling imports this module)
 
         bos_id = validate.token_id(bos_id, self.tgt_vocab_size, "bos_id")
         eos_id = validate.token_id(eos_id, self.tgt_vocab_size, "eos_id")
@@ -143,10 +154,16 @@ class Transformer(nn.Module):
         if max_len > self.max_len:
             raise ValueError(f"max_len = {max_len} exceeds the model's max_len = {self.max_len} positions")
         with eval_mode(self):
-            memory = self.encode(src)                                   # (batch, S, d_model), computed once
-            start = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)   # (batch, 1): BOS
-            ys = generate(lambda tgt: self.decode(tgt, memory, src), start, max_len, eos_id=eos_id,
-                          pad_id=self.pad_id, use_cache=False)
+            memory = self.encode(src)  # (batch, S, d_model), computed once
+            start = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)  # (batch, 1): BOS
+            ys = generate(
+                lambda tgt: self.decode(tgt, memory, src),
+                start,
+                max_len,
+                eos_id=eos_id,
+                pad_id=self.pad_id,
+                use_cache=False,
+            )
         return ys[:, 1:]
 
 
@@ -156,6 +173,7 @@ def _same_batch(**tensors: torch.Tensor) -> None:
 
 
 # ---------------------------------------------------------------- GPT: decoder-only
+
 
 @dataclasses.dataclass(frozen=True)
 class GPTConfig:
@@ -170,22 +188,23 @@ class GPTConfig:
         n_kv_heads            grouped-query attention: n_kv_heads key/value heads shared by the h query heads
         bias=False            no biases anywhere
     """
-    vocab_size: int = 50257          # V
-    max_len: int = 1024              # the context: positions the model can see
+
+    vocab_size: int = 50257  # V
+    max_len: int = 1024  # the context: positions the model can see
     d_model: int = 768
-    h: int = 12                      # attention heads
-    N: int = 12                      # blocks (layers)
-    d_ff: int = 3072                 # the feed-forward network's hidden width
+    h: int = 12  # attention heads
+    N: int = 12  # blocks (layers)
+    d_ff: int = 3072  # the feed-forward network's hidden width
     dropout: float = 0.0
-    norm: str = "layernorm"          # or "rmsnorm"
-    eps: float = 1e-5                # the norms' epsilon
-    ffn: str = "mlp"                 # or "swiglu" (always gated by SiLU)
-    activation: str = "gelu_tanh"    # the MLP's non-linearity (GPT-2's gelu_new)
-    positional: str = "learned"      # or "rotary"
+    norm: str = "layernorm"  # or "rmsnorm"
+    eps: float = 1e-5  # the norms' epsilon
+    ffn: str = "mlp"  # or "swiglu" (always gated by SiLU)
+    activation: str = "gelu_tanh"  # the MLP's non-linearity (GPT-2's gelu_new)
+    positional: str = "learned"  # or "rotary"
     rope_base: float = 10000.0
-    n_kv_heads: int | None = None    # None: as many as h (ordinary multi-head attention)
+    n_kv_heads: int | None = None  # None: as many as h (ordinary multi-head attention)
     bias: bool = True
-    tie_embeddings: bool = True      # the LM head is the token embedding matrix
+    tie_embeddings: bool = True  # the LM head is the token embedding matrix
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "h", "N", "d_ff"):
@@ -203,8 +222,20 @@ class GPTConfig:
     @classmethod
     def llama(cls, **changes) -> GPTConfig:
         """The Llama architecture, with SmolLM2-135M's sizes unless changed."""
-        smollm2 = dict(vocab_size=49152, max_len=8192, d_model=576, h=9, N=30, d_ff=1536, n_kv_heads=3,
-                       rope_base=100000.0, norm="rmsnorm", ffn="swiglu", positional="rotary", bias=False)
+        smollm2 = dict(
+            vocab_size=49152,
+            max_len=8192,
+            d_model=576,
+            h=9,
+            N=30,
+            d_ff=1536,
+            n_kv_heads=3,
+            rope_base=100000.0,
+            norm="rmsnorm",
+            ffn="swiglu",
+            positional="rotary",
+            bias=False,
+        )
         return cls(**{**smollm2, **changes})
 
 
@@ -231,14 +262,27 @@ class GPT(nn.Module):
         self.tok_embed = nn.Embedding(c.vocab_size, c.d_model)
         if c.positional == "learned":
             self.pos_embed, rotary = LearnedPositionalEmbedding(c.max_len, c.d_model), None
-        else:                                                          # one cos/sin table shared by all layers
+        else:  # one cos/sin table shared by all layers
             self.pos_embed, rotary = None, RotaryEmbedding(c.d_model // c.h, c.max_len, c.rope_base)
         self.dropout = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(c.d_model, c.h, c.d_ff, c.dropout, c.activation, norm_first=True, eps=c.eps, bias=c.bias,
-                         norm=c.norm, ffn=c.ffn, n_kv_heads=c.n_kv_heads, rotary=rotary)
-            for _ in range(c.N))
-        self.norm = NORMS[c.norm](c.d_model, c.eps)                    # pre-LN: one last norm after the stack
+            EncoderBlock(
+                c.d_model,
+                c.h,
+                c.d_ff,
+                c.dropout,
+                c.activation,
+                norm_first=True,
+                eps=c.eps,
+                bias=c.bias,
+                norm=c.norm,
+                ffn=c.ffn,
+                n_kv_heads=c.n_kv_heads,
+                rotary=rotary,
+            )
+            for _ in range(c.N)
+        )
+        self.norm = NORMS[c.norm](c.d_model, c.eps)  # pre-LN: one last norm after the stack
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
 
         for name, p in self.named_parameters():
@@ -250,8 +294,9 @@ class GPT(nn.Module):
         if c.tie_embeddings:
             self.lm_head.weight = self.tok_embed.weight
 
-    def forward(self, ids: torch.Tensor, need_weights: bool = False, kv_cache: list | None = None,
-                last_only: bool = False):
+    def forward(
+        self, ids: torch.Tensor, need_weights: bool = False, kv_cache: list | None = None, last_only: bool = False
+    ):
         """ids: (batch, T) -> logits (batch, T, V); position t scores the token at t + 1.
         With need_weights also a list of N attention weights, each (batch, h, T, T).
         last_only: logits (batch, 1, V) of the last position only, all generation needs (the output layer
@@ -265,16 +310,20 @@ class GPT(nn.Module):
         """
         validate.token_ids(ids, self.vocab_size, self.max_len)
         if kv_cache is not None and len(kv_cache) != len(self.blocks):
-            raise TypeError(f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block), as "
-                            f"scratch.sampling.new_kv_cache(model) makes")
+            raise TypeError(
+                f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block), as "
+                f"scratch.sampling.new_kv_cache(model) makes"
+            )
         past, t = (0 if kv_cache is None else len(kv_cache[0])), ids.shape[1]
         if past + t > self.max_len:
-            raise ValueError(f"too long: {past} cached positions + {t} new tokens exceed the model's "
-                             f"max_len = {self.max_len} positions")
+            raise ValueError(
+                f"too long: {past} cached positions + {t} new tokens exceed the model's "
+                f"max_len = {self.max_len} positions"
+            )
         # (T, past + T): no peeking at the future; one new token may see everything, so no mask at all
         mask = None if past and t == 1 else causal_mask(t, device=ids.device, past=past)
-        x = self.tok_embed(ids)                                        # (batch, T, d_model)
-        if self.pos_embed is not None:                                 # rotary positions act inside attention
+        x = self.tok_embed(ids)  # (batch, T, d_model)
+        if self.pos_embed is not None:  # rotary positions act inside attention
             x = self.pos_embed(x, offset=past)
         x = self.dropout(x)
         weights = []
@@ -282,12 +331,13 @@ class GPT(nn.Module):
             x, w = block(x, mask, need_weights=True, kv_cache=layer_cache)
             weights.append(w)
         if last_only:
-            x = x[:, -1:]                                              # (batch, 1, d_model)
-        logits = self.lm_head(self.norm(x))                            # (batch, T, V): x E^T
+            x = x[:, -1:]  # (batch, 1, d_model)
+        logits = self.lm_head(self.norm(x))  # (batch, T, V): x E^T
         return (logits, weights) if need_weights else logits
 
 
 # ---------------------------------------------------------------- BERT
+
 
 class BERT(nn.Module):
     """A BERT encoder: contextual vectors for every token, each position seeing the whole sequence.
@@ -297,9 +347,20 @@ class BERT(nn.Module):
     The arguments are transformers' BertConfig's. Initialised like BERT: N(0, 0.02²) matrices, zero biases.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, h: int, N: int, d_ff: int, max_len: int = 512,
-                 type_vocab_size: int = 2, dropout: float = 0.1, activation: str = "gelu", eps: float = 1e-12,
-                 pad_id: int = 0):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        h: int,
+        N: int,
+        d_ff: int,
+        max_len: int = 512,
+        type_vocab_size: int = 2,
+        dropout: float = 0.1,
+        activation: str = "gelu",
+        eps: float = 1e-12,
+        pad_id: int = 0,
+    ):
         super().__init__()
         self.vocab_size, self.max_len = validate.integer(vocab_size, "vocab_size"), validate.integer(max_len, "max_len")
         self.type_vocab_size = validate.integer(type_vocab_size, "type_vocab_size")
@@ -309,33 +370,43 @@ class BERT(nn.Module):
         self.type_embed = nn.Embedding(type_vocab_size, d_model)
         self.norm = LayerNorm(d_model, eps)
         self.dropout = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(EncoderBlock(d_model, h, d_ff, dropout, activation, norm_first=False, eps=eps)
-                                    for _ in range(validate.integer(N, "N")))
+        self.blocks = nn.ModuleList(
+            EncoderBlock(d_model, h, d_ff, dropout, activation, norm_first=False, eps=eps)
+            for _ in range(validate.integer(N, "N"))
+        )
         for name, p in self.named_parameters():
             if p.dim() > 1:
                 nn.init.normal_(p, std=0.02)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
 
-    def hidden_states(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                      attention_mask: torch.Tensor | None = None, need_weights: bool = False):
+    def hidden_states(
+        self,
+        ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ):
         """Every layer's output: a list of N + 1 tensors (batch, T, d_model), the embeddings first
         (as Hugging Face's output_hidden_states). With need_weights also the N attention weights."""
         validate.token_ids(ids, self.vocab_size, self.max_len)
         if token_type_ids is None:
-            token_type_ids = torch.zeros_like(ids)                    # everything is sentence A
+            token_type_ids = torch.zeros_like(ids)  # everything is sentence A
         if validate.token_ids(token_type_ids, self.type_vocab_size, name="token_type_ids").shape != ids.shape:
-            raise ValueError(f"token_type_ids must have the shape of ids {tuple(ids.shape)}, "
-                             f"got {tuple(token_type_ids.shape)}")
+            raise ValueError(
+                f"token_type_ids must have the shape of ids {tuple(ids.shape)}, got {tuple(token_type_ids.shape)}"
+            )
         if attention_mask is None:
-            mask = padding_mask(ids, self.pad_id)                     # (batch, 1, 1, T): True at real tokens
+            mask = padding_mask(ids, self.pad_id)  # (batch, 1, 1, T): True at real tokens
         elif isinstance(attention_mask, torch.Tensor) and attention_mask.shape == ids.shape:
-            mask = attention_mask.bool()[:, None, None, :]             # Hugging Face's 1/0 -> (batch, 1, 1, T)
+            mask = attention_mask.bool()[:, None, None, :]  # Hugging Face's 1/0 -> (batch, 1, 1, T)
         else:
-            raise ValueError(f"attention_mask must be a tensor of the shape of ids {tuple(ids.shape)} "
-                             f"(1 = real token, 0 = padding), got {getattr(attention_mask, 'shape', attention_mask)}")
+            raise ValueError(
+                f"attention_mask must be a tensor of the shape of ids {tuple(ids.shape)} "
+                f"(1 = real token, 0 = padding), got {getattr(attention_mask, 'shape', attention_mask)}"
+            )
         x = self.tok_embed(ids) + self.type_embed(token_type_ids)
-        x = self.dropout(self.norm(self.pos_embed(x)))                # (batch, T, d_model)
+        x = self.dropout(self.norm(self.pos_embed(x)))  # (batch, T, d_model)
         states, weights = [x], []
         for block in self.blocks:
             x, w = block(x, mask, need_weights=True)
@@ -343,8 +414,13 @@ class BERT(nn.Module):
             weights.append(w)
         return (states, weights) if need_weights else states
 
-    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, need_weights: bool = False):
+    def forward(
+        self,
+        ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ):
         """ids: (batch, T) -> hidden states (batch, T, d_model) of the last layer.
 
         token_type_ids: (batch, T), 0 for sentence A and 1 for sentence B (default all 0).

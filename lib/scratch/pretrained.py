@@ -10,6 +10,7 @@ Each from_hf_* reads the architecture from the model's config, builds ours, and 
 helper (`_copy`), which refuses a tensor whose shape differs. Nothing here is needed to understand the models:
 it maps names (q_proj -> w_q, ...) and layouts (GPT-2's Conv1D stores W transposed).
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,7 +19,7 @@ from torch import nn
 from scratch import assets
 from scratch.models import BERT, GPT, GPTConfig
 
-MINILM_MLM_HEAD = "minilm-mlm-head"   # data/checkpoints/<this>: the head load_minilm_mlm adds to MiniLM
+MINILM_MLM_HEAD = "minilm-mlm-head"  # data/checkpoints/<this>: the head load_minilm_mlm adds to MiniLM
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 
 
@@ -30,8 +31,9 @@ def _copy(pairs: list[tuple[nn.Module, nn.Module | dict, str]]) -> None:
             for key, param in ours.named_parameters():
                 value = theirs[key] if isinstance(theirs, dict) else getattr(theirs, key)
                 if param.shape != value.shape:
-                    raise ValueError(f"cannot load {name}.{key}: expected shape {tuple(param.shape)}, "
-                                     f"got {tuple(value.shape)}")
+                    raise ValueError(
+                        f"cannot load {name}.{key}: expected shape {tuple(param.shape)}, got {tuple(value.shape)}"
+                    )
                 param.copy_(value)
 
 
@@ -57,23 +59,41 @@ def from_hf_gpt2(hf_model) -> GPT:
         raise ValueError(f"unsupported GPT-2 activation {c.activation_function!r}")
     if not c.scale_attn_weights or c.scale_attn_by_inverse_layer_idx:
         raise ValueError("only GPT-2's standard 1/sqrt(d_k) attention scaling is supported")
-    model = GPT(GPTConfig.gpt2(vocab_size=c.vocab_size, max_len=c.n_positions, d_model=c.n_embd, h=c.n_head,
-                               N=c.n_layer, d_ff=c.n_inner or 4 * c.n_embd, dropout=c.resid_pdrop,
-                               eps=c.layer_norm_epsilon, activation=ACTIVATIONS[c.activation_function],
-                               tie_embeddings=_tied(hf_model)))
-    gpt2 = getattr(hf_model, "transformer", hf_model)                  # GPT2LMHeadModel wraps a GPT2Model
+    model = GPT(
+        GPTConfig.gpt2(
+            vocab_size=c.vocab_size,
+            max_len=c.n_positions,
+            d_model=c.n_embd,
+            h=c.n_head,
+            N=c.n_layer,
+            d_ff=c.n_inner or 4 * c.n_embd,
+            dropout=c.resid_pdrop,
+            eps=c.layer_norm_epsilon,
+            activation=ACTIVATIONS[c.activation_function],
+            tie_embeddings=_tied(hf_model),
+        )
+    )
+    gpt2 = getattr(hf_model, "transformer", hf_model)  # GPT2LMHeadModel wraps a GPT2Model
     model.to(gpt2.wte.weight.dtype)
-    pairs = [(model.tok_embed, gpt2.wte, "wte"), (model.pos_embed.embedding, gpt2.wpe, "wpe"),
-             (model.norm, gpt2.ln_f, "ln_f")]
+    pairs = [
+        (model.tok_embed, gpt2.wte, "wte"),
+        (model.pos_embed.embedding, gpt2.wpe, "wpe"),
+        (model.norm, gpt2.ln_f, "ln_f"),
+    ]
     for i, (block, layer) in enumerate(zip(model.blocks, gpt2.h)):
-        w_q, w_k, w_v = layer.attn.c_attn.weight.t().split(c.n_embd, dim=0)   # (3d, d) -> 3 × (d, d)
+        w_q, w_k, w_v = layer.attn.c_attn.weight.t().split(c.n_embd, dim=0)  # (3d, d) -> 3 × (d, d)
         b_q, b_k, b_v = layer.attn.c_attn.bias.split(c.n_embd)
         attn, ffn = block.self_attn, block.ffn
-        pairs += [(attn.w_q, {"weight": w_q, "bias": b_q}, f"h.{i}.attn.c_attn"),
-                  (attn.w_k, {"weight": w_k, "bias": b_k}, f"h.{i}.attn.c_attn"),
-                  (attn.w_v, {"weight": w_v, "bias": b_v}, f"h.{i}.attn.c_attn")]
-        for ours, theirs, name in ((attn.w_o, layer.attn.c_proj, "attn.c_proj"), (ffn.linear1, layer.mlp.c_fc, "mlp.c_fc"),
-                                   (ffn.linear2, layer.mlp.c_proj, "mlp.c_proj")):
+        pairs += [
+            (attn.w_q, {"weight": w_q, "bias": b_q}, f"h.{i}.attn.c_attn"),
+            (attn.w_k, {"weight": w_k, "bias": b_k}, f"h.{i}.attn.c_attn"),
+            (attn.w_v, {"weight": w_v, "bias": b_v}, f"h.{i}.attn.c_attn"),
+        ]
+        for ours, theirs, name in (
+            (attn.w_o, layer.attn.c_proj, "attn.c_proj"),
+            (ffn.linear1, layer.mlp.c_fc, "mlp.c_fc"),
+            (ffn.linear2, layer.mlp.c_proj, "mlp.c_proj"),
+        ):
             pairs.append((ours, {"weight": theirs.weight.t(), "bias": theirs.bias}, f"h.{i}.{name}"))
         pairs += [(block.norm1, layer.ln_1, f"h.{i}.ln_1"), (block.norm2, layer.ln_2, f"h.{i}.ln_2")]
     if not model.config.tie_embeddings:
@@ -95,26 +115,46 @@ def from_hf_llama(hf_model) -> GPT:
         raise ValueError(f"only Llama's SiLU-gated MLP is supported, got hidden_act {c.hidden_act!r}")
     if bool(c.attention_bias) != bool(c.mlp_bias):
         raise ValueError("attention_bias and mlp_bias differ; this GPT has one `bias` switch for both")
-    if (getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads) * c.num_attention_heads != c.hidden_size:
+    if (
+        getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    ) * c.num_attention_heads != c.hidden_size:
         raise ValueError(f"head_dim · num_attention_heads must equal hidden_size ({c.hidden_size}): d_k = d_model / h")
     # transformers 5 keeps RoPE's settings in config.rope_parameters; older versions in config.rope_theta
     rope = getattr(c, "rope_parameters", None) or {}
     if rope.get("rope_type", "default") != "default":
         raise ValueError(f"only plain RoPE is supported, got rope_type {rope['rope_type']!r}")
-    model = GPT(GPTConfig.llama(vocab_size=c.vocab_size, max_len=c.max_position_embeddings, d_model=c.hidden_size,
-                                h=c.num_attention_heads, N=c.num_hidden_layers, d_ff=c.intermediate_size,
-                                n_kv_heads=c.num_key_value_heads, eps=c.rms_norm_eps, dropout=c.attention_dropout,
-                                rope_base=rope.get("rope_theta", getattr(c, "rope_theta", 10000.0)),
-                                bias=bool(c.attention_bias), tie_embeddings=_tied(hf_model)))
-    llama = getattr(hf_model, "model", hf_model)                       # LlamaForCausalLM wraps a LlamaModel
+    model = GPT(
+        GPTConfig.llama(
+            vocab_size=c.vocab_size,
+            max_len=c.max_position_embeddings,
+            d_model=c.hidden_size,
+            h=c.num_attention_heads,
+            N=c.num_hidden_layers,
+            d_ff=c.intermediate_size,
+            n_kv_heads=c.num_key_value_heads,
+            eps=c.rms_norm_eps,
+            dropout=c.attention_dropout,
+            rope_base=rope.get("rope_theta", getattr(c, "rope_theta", 10000.0)),
+            bias=bool(c.attention_bias),
+            tie_embeddings=_tied(hf_model),
+        )
+    )
+    llama = getattr(hf_model, "model", hf_model)  # LlamaForCausalLM wraps a LlamaModel
     model.to(llama.embed_tokens.weight.dtype)
     pairs = [(model.tok_embed, llama.embed_tokens), (model.norm, llama.norm)]
     for block, layer in zip(model.blocks, llama.layers):
         attn, mlp = layer.self_attn, layer.mlp
-        pairs += [(block.self_attn.w_q, attn.q_proj), (block.self_attn.w_k, attn.k_proj),
-                  (block.self_attn.w_v, attn.v_proj), (block.self_attn.w_o, attn.o_proj),
-                  (block.ffn.gate, mlp.gate_proj), (block.ffn.up, mlp.up_proj), (block.ffn.down, mlp.down_proj),
-                  (block.norm1, layer.input_layernorm), (block.norm2, layer.post_attention_layernorm)]
+        pairs += [
+            (block.self_attn.w_q, attn.q_proj),
+            (block.self_attn.w_k, attn.k_proj),
+            (block.self_attn.w_v, attn.v_proj),
+            (block.self_attn.w_o, attn.o_proj),
+            (block.ffn.gate, mlp.gate_proj),
+            (block.ffn.up, mlp.up_proj),
+            (block.ffn.down, mlp.down_proj),
+            (block.norm1, layer.input_layernorm),
+            (block.norm2, layer.post_attention_layernorm),
+        ]
     if not model.config.tie_embeddings:
         pairs.append((model.lm_head, hf_model.lm_head))
     _copy(_named(pairs, hf_model))
@@ -129,20 +169,39 @@ def from_hf_bert(hf_model) -> BERT:
         raise ValueError(f"only absolute position embeddings are supported, got {c.position_embedding_type!r}")
     if c.hidden_act not in ACTIVATIONS:
         raise ValueError(f"unsupported BERT activation {c.hidden_act!r}")
-    model = BERT(vocab_size=c.vocab_size, d_model=c.hidden_size, h=c.num_attention_heads, N=c.num_hidden_layers,
-                 d_ff=c.intermediate_size, max_len=c.max_position_embeddings, type_vocab_size=c.type_vocab_size,
-                 dropout=c.hidden_dropout_prob, activation=ACTIVATIONS[c.hidden_act], eps=c.layer_norm_eps,
-                 pad_id=c.pad_token_id or 0)
+    model = BERT(
+        vocab_size=c.vocab_size,
+        d_model=c.hidden_size,
+        h=c.num_attention_heads,
+        N=c.num_hidden_layers,
+        d_ff=c.intermediate_size,
+        max_len=c.max_position_embeddings,
+        type_vocab_size=c.type_vocab_size,
+        dropout=c.hidden_dropout_prob,
+        activation=ACTIVATIONS[c.hidden_act],
+        eps=c.layer_norm_eps,
+        pad_id=c.pad_token_id or 0,
+    )
     embeddings = bert.embeddings
     model.to(embeddings.word_embeddings.weight.dtype)
-    pairs = [(model.tok_embed, embeddings.word_embeddings), (model.pos_embed.embedding, embeddings.position_embeddings),
-             (model.type_embed, embeddings.token_type_embeddings), (model.norm, embeddings.LayerNorm)]
+    pairs = [
+        (model.tok_embed, embeddings.word_embeddings),
+        (model.pos_embed.embedding, embeddings.position_embeddings),
+        (model.type_embed, embeddings.token_type_embeddings),
+        (model.norm, embeddings.LayerNorm),
+    ]
     for block, layer in zip(model.blocks, bert.encoder.layer):
         attention = layer.attention
-        pairs += [(block.self_attn.w_q, attention.self.query), (block.self_attn.w_k, attention.self.key),
-                  (block.self_attn.w_v, attention.self.value), (block.self_attn.w_o, attention.output.dense),
-                  (block.norm1, attention.output.LayerNorm), (block.ffn.linear1, layer.intermediate.dense),
-                  (block.ffn.linear2, layer.output.dense), (block.norm2, layer.output.LayerNorm)]
+        pairs += [
+            (block.self_attn.w_q, attention.self.query),
+            (block.self_attn.w_k, attention.self.key),
+            (block.self_attn.w_v, attention.self.value),
+            (block.self_attn.w_o, attention.output.dense),
+            (block.norm1, attention.output.LayerNorm),
+            (block.ffn.linear1, layer.intermediate.dense),
+            (block.ffn.linear2, layer.output.dense),
+            (block.norm2, layer.output.LayerNorm),
+        ]
     _copy(_named(pairs, bert))
     return model.eval()
 
@@ -154,6 +213,7 @@ def _named(pairs: list[tuple[nn.Module, nn.Module]], hf_model) -> list[tuple[nn.
 
 
 # ---------------------------------------------------------------- the course's own checkpoints
+
 
 def load_tiny_t5():
     """The course's small T5 (data/checkpoints/tiny-t5, trained on scratch.tasks' four text-to-text tasks):
@@ -178,18 +238,20 @@ def load_minilm_mlm(name: str = MINILM_MLM_HEAD):
 
     head = load_file(assets.checkpoint_dir(name) / "model.safetensors")
     verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()            # MiniLM has no cls.* weights: the "newly initialised" notice is expected
+    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
     try:
         model = BertForMaskedLM.from_pretrained(assets.minilm_dir(), attn_implementation="eager")
     finally:
         logging.set_verbosity(verbosity)
-    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}   # = word embeddings, = bias
+    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}  # = word embeddings, = bias
     expected = {k for k in model.state_dict() if k.startswith("cls.") and k not in tied}
     if set(head) != expected:
         raise ValueError(f"{name}: expected the head tensors {sorted(expected)}, found {sorted(head)}")
     model.load_state_dict(head, strict=False)
     predictions = model.cls.predictions
-    if (predictions.decoder.weight.data_ptr() != model.bert.embeddings.word_embeddings.weight.data_ptr()
-            or predictions.decoder.bias.data_ptr() != predictions.bias.data_ptr()):
+    if (
+        predictions.decoder.weight.data_ptr() != model.bert.embeddings.word_embeddings.weight.data_ptr()
+        or predictions.decoder.bias.data_ptr() != predictions.bias.data_ptr()
+    ):
         raise RuntimeError("the MLM decoder is not tied to the word embeddings and the head's bias")
     return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())

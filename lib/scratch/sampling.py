@@ -23,6 +23,7 @@ Measured properties of a text (a sequence of token ids or words): distinct_n (th
 and repetition (the share of n-grams that repeat an earlier one).
 Shapes: batch, T prompt tokens, V vocabulary.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,7 +43,9 @@ STRATEGIES = ("greedy", "sample", "beam")
 
 def _check_logits(logits) -> torch.Tensor:
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        raise TypeError(f"logits must be a floating-point tensor, got {getattr(logits, 'dtype', type(logits).__name__)}")
+        raise TypeError(
+            f"logits must be a floating-point tensor, got {getattr(logits, 'dtype', type(logits).__name__)}"
+        )
     if logits.dim() < 1 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (..., V) with V >= 1 vocabulary entries, got {tuple(logits.shape)}")
     return logits
@@ -63,6 +66,7 @@ def _check_top_p(p) -> float:
 
 # ---------------------------------------------------------------- logits transforms
 
+
 def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """softmax(z / T): logits (..., V) -> logits / T.
 
@@ -82,7 +86,7 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
     """
     logits = _check_logits(logits)
     k = min(validate.integer(k, "top-k's k"), logits.shape[-1])
-    kth_largest = torch.topk(logits, k, dim=-1).values[..., -1:]            # (..., 1)
+    kth_largest = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1)
     return logits.masked_fill(logits < kth_largest, float("-inf"))
 
 
@@ -98,16 +102,17 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     """
     logits = _check_logits(logits)
     p = _check_top_p(p)
-    sorted_logits, order = torch.sort(logits, dim=-1, descending=False)     # least probable first
-    tail_mass = sorted_logits.softmax(dim=-1).cumsum(dim=-1)                 # P(this token or a less probable one)
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=False)  # least probable first
+    tail_mass = sorted_logits.softmax(dim=-1).cumsum(dim=-1)  # P(this token or a less probable one)
     drop_sorted = tail_mass <= 1 - p
-    drop_sorted[..., -1:] = False                                            # the most probable token always stays
-    drop = drop_sorted.scatter(-1, order, drop_sorted)                       # back to vocabulary order
+    drop_sorted[..., -1:] = False  # the most probable token always stays
+    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
     return logits.masked_fill(drop, float("-inf"))
 
 
-def process_logits(logits: torch.Tensor, temperature: float | None = None, top_k: int | None = None,
-                   top_p: float | None = None) -> torch.Tensor:
+def process_logits(
+    logits: torch.Tensor, temperature: float | None = None, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
     """The three transforms in transformers' order: temperature, then top-k, then top-p (None = skip)."""
     if temperature is not None:
         logits = apply_temperature(logits, temperature)
@@ -119,6 +124,7 @@ def process_logits(logits: torch.Tensor, temperature: float | None = None, top_k
 
 
 # ---------------------------------------------------------------- the KV cache
+
 
 class KVCache:
     """The keys and values one self-attention layer has computed so far: k (batch, n_kv_heads, M, d_k), v (batch,
@@ -143,8 +149,10 @@ class KVCache:
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add the keys and values of n new positions, (batch, n_kv_heads, n, d); return all M + n of them."""
         if self.k is not None and (k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]):
-            raise ValueError(f"the cache holds keys of shape (batch, heads, M, d_k) = {tuple(self.k.shape)}; "
-                             f"new keys {tuple(k.shape)} do not fit (same batch, heads and d_k needed)")
+            raise ValueError(
+                f"the cache holds keys of shape (batch, heads, M, d_k) = {tuple(self.k.shape)}; "
+                f"new keys {tuple(k.shape)} do not fit (same batch, heads and d_k needed)"
+            )
         self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)
         self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)
         return self.k, self.v
@@ -165,6 +173,7 @@ def new_kv_cache(model: GPT) -> list[KVCache]:
 
 # ---------------------------------------------------------------- the model, step by step
 
+
 class _Decoder:
     """The model behind one interface: the whole sequence so far (batch, L) -> logits of the next token (batch, V).
 
@@ -176,7 +185,7 @@ class _Decoder:
     """
 
     def __init__(self, model, use_cache: bool):
-        transformers = sys.modules.get("transformers")          # no import: a model of it implies it is loaded
+        transformers = sys.modules.get("transformers")  # no import: a model of it implies it is loaded
         if isinstance(model, GPT):
             self.kind, self.max_len = "scratch", model.max_len
         elif transformers is not None and isinstance(model, transformers.PreTrainedModel):
@@ -184,18 +193,22 @@ class _Decoder:
         elif callable(model):
             self.kind, self.max_len = "callable", None
             if use_cache:
-                raise ValueError(f"{type(model).__name__} has no KV cache that generate knows; pass use_cache=False "
-                                 f"(it then runs the model on the whole sequence at every step)")
+                raise ValueError(
+                    f"{type(model).__name__} has no KV cache that generate knows; pass use_cache=False "
+                    f"(it then runs the model on the whole sequence at every step)"
+                )
         else:
-            raise TypeError(f"model must be a scratch GPT, a transformers model or a callable ids -> logits, "
-                            f"got {type(model).__name__}")
+            raise TypeError(
+                f"model must be a scratch GPT, a transformers model or a callable ids -> logits, "
+                f"got {type(model).__name__}"
+            )
         self.model, self.use_cache, self.cache, self.seen = model, use_cache, None, 0
 
     def next_logits(self, ids: torch.Tensor) -> torch.Tensor:
-        if self.max_len is not None and ids.shape[1] > self.max_len:   # the window slides: recompute it
-            ids, self.use_cache = ids[:, -self.max_len:], False
-        new = ids[:, self.seen:] if self.use_cache else ids
-        if self.kind == "scratch":                                      # logits for the last position only
+        if self.max_len is not None and ids.shape[1] > self.max_len:  # the window slides: recompute it
+            ids, self.use_cache = ids[:, -self.max_len :], False
+        new = ids[:, self.seen :] if self.use_cache else ids
+        if self.kind == "scratch":  # logits for the last position only
             if self.use_cache and self.cache is None:
                 self.cache = new_kv_cache(self.model)
             out = self.model(new, kv_cache=self.cache if self.use_cache else None, last_only=True)
@@ -209,7 +222,7 @@ class _Decoder:
         if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[0] != ids.shape[0]:
             found = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
             raise ValueError(f"the model must return logits (batch, length, V) for ids {tuple(ids.shape)}, got {found}")
-        return logits[:, -1].float()                            # (batch, V), float32 as transformers does
+        return logits[:, -1].float()  # (batch, V), float32 as transformers does
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Beam search: row i of the next step continues row rows[i] of this one."""
@@ -222,12 +235,25 @@ class _Decoder:
 
 # ---------------------------------------------------------------- generation
 
+
 @torch.no_grad()
-def generate(model, input_ids: torch.Tensor, max_new_tokens: int, strategy: str = "greedy", *,
-             temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
-             logits_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-             generator: torch.Generator | None = None, num_beams: int = 4, length_penalty: float = 1.0,
-             eos_id: int | None = None, pad_id: int | None = None, use_cache: bool = True) -> torch.Tensor:
+def generate(
+    model,
+    input_ids: torch.Tensor,
+    max_new_tokens: int,
+    strategy: str = "greedy",
+    *,
+    temperature: float | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    logits_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    generator: torch.Generator | None = None,
+    num_beams: int = 4,
+    length_penalty: float = 1.0,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
+    use_cache: bool = True,
+) -> torch.Tensor:
     """Continue input_ids (batch, T) by up to max_new_tokens tokens -> (batch, T + n), the prompt included.
 
     strategy
@@ -244,16 +270,22 @@ def generate(model, input_ids: torch.Tensor, max_new_tokens: int, strategy: str 
     Runs without gradients and in eval mode (dropout off), restoring the model's previous mode after.
     """
     vocab_size = getattr(model, "vocab_size", None) or getattr(getattr(model, "config", None), "vocab_size", None)
-    input_ids = validate.token_ids(input_ids, vocab_size if isinstance(vocab_size, int) else sys.maxsize,
-                                   name="input_ids")
+    input_ids = validate.token_ids(
+        input_ids, vocab_size if isinstance(vocab_size, int) else sys.maxsize, name="input_ids"
+    )
     max_new_tokens = validate.integer(max_new_tokens, "max_new_tokens", minimum=0)
     validate.choice(strategy, "strategy", STRATEGIES)
-    sampling_options = {"temperature": temperature, "top_k": top_k, "top_p": top_p,
-                        "logits_transform": logits_transform, "generator": generator}
+    sampling_options = {
+        "temperature": temperature,
+        "top_k": top_k,
+        "top_p": top_p,
+        "logits_transform": logits_transform,
+        "generator": generator,
+    }
     given = [name for name, value in sampling_options.items() if value is not None]
     if strategy != "sample" and given:
         raise ValueError(f"{', '.join(given)} only apply to strategy='sample', not {strategy!r}")
-    if strategy == "sample":                   # check the options now, not at the first step
+    if strategy == "sample":  # check the options now, not at the first step
         process_logits(torch.zeros(1), temperature, top_k, top_p)
     num_beams = validate.integer(num_beams, "num_beams (the beam width)")
     length_penalty = validate.real(length_penalty, "length_penalty")
@@ -265,19 +297,26 @@ def generate(model, input_ids: torch.Tensor, max_new_tokens: int, strategy: str 
 
     with eval_mode(model) if isinstance(model, torch.nn.Module) else nullcontext():
         if strategy == "beam" and num_beams > 1:
-            best = [_beam_search(_Decoder(model, use_cache), prompt[None], max_new_tokens, num_beams,
-                                 length_penalty, eos_id) for prompt in input_ids]
-            longest = max(row.shape[0] for row in best)            # rows that ended early are padded
+            best = [
+                _beam_search(
+                    _Decoder(model, use_cache), prompt[None], max_new_tokens, num_beams, length_penalty, eos_id
+                )
+                for prompt in input_ids
+            ]
+            longest = max(row.shape[0] for row in best)  # rows that ended early are padded
             return torch.stack([F.pad(row, (0, longest - row.shape[0]), value=pad_id or 0) for row in best])
         if strategy == "sample":
+
             def choose(logits):
                 logits = process_logits(logits, temperature, top_k, top_p)
                 if logits_transform is not None:
                     logits = logits_transform(logits)
                 return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator).squeeze(1)
         else:
+
             def choose(logits):
                 return logits.argmax(dim=-1)
+
         return _token_by_token(_Decoder(model, use_cache), input_ids, max_new_tokens, choose, eos_id, pad_id)
 
 
@@ -286,9 +325,9 @@ def _token_by_token(decoder: _Decoder, ids: torch.Tensor, max_new_tokens: int, c
     choose(logits (batch, V)) -> (batch,), appended, until max_new_tokens or every row has emitted eos_id."""
     unfinished = torch.ones(ids.shape[0], dtype=torch.bool, device=ids.device)
     for _ in range(max_new_tokens):
-        next_ids = choose(decoder.next_logits(ids))                            # (batch,)
+        next_ids = choose(decoder.next_logits(ids))  # (batch,)
         if eos_id is not None:
-            next_ids = torch.where(unfinished, next_ids, pad_id)               # finished rows only get padding
+            next_ids = torch.where(unfinished, next_ids, pad_id)  # finished rows only get padding
             unfinished &= next_ids != eos_id
         ids = torch.cat([ids, next_ids[:, None]], dim=1)
         if eos_id is not None and not unfinished.any():
@@ -296,8 +335,14 @@ def _token_by_token(decoder: _Decoder, ids: torch.Tensor, max_new_tokens: int, c
     return ids
 
 
-def _beam_search(decoder: _Decoder, prompt: torch.Tensor, max_new_tokens: int, num_beams: int,
-                 length_penalty: float, eos_id: int | None) -> torch.Tensor:
+def _beam_search(
+    decoder: _Decoder,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    num_beams: int,
+    length_penalty: float,
+    eos_id: int | None,
+) -> torch.Tensor:
     """Beam search for one prompt (1, T), as lecture 10 derives it -> the best sequence (T + n,).
 
     Start from one beam, the prompt, with log-probability 0. At every step score each candidate (beam, next token)
@@ -310,35 +355,37 @@ def _beam_search(decoder: _Decoder, prompt: torch.Tensor, max_new_tokens: int, n
     worst of them. The result is the best finished hypothesis (with its EOS).
     Without ties between scores this is transformers' beam search (tests/test_sampling.py compares them).
     """
-    beams, scores = prompt, torch.zeros(1, device=prompt.device)           # (beams, L), (beams,)
-    finished: list[tuple[float, torch.Tensor]] = []                         # (normalised score, sequence)
+    beams, scores = prompt, torch.zeros(1, device=prompt.device)  # (beams, L), (beams,)
+    finished: list[tuple[float, torch.Tensor]] = []  # (normalised score, sequence)
     for step in range(max_new_tokens):
-        log_p = F.log_softmax(decoder.next_logits(beams), dim=-1)          # (beams, V)
+        log_p = F.log_softmax(decoder.next_logits(beams), dim=-1)  # (beams, V)
         vocab = log_p.shape[-1]
-        candidates = (scores[:, None] + log_p).flatten()                    # every beam x every next token
-        top = candidates.topk(min(2 * num_beams, candidates.numel()))       # best first
+        candidates = (scores[:, None] + log_p).flatten()  # every beam x every next token
+        top = candidates.topk(min(2 * num_beams, candidates.numel()))  # best first
         parents, tokens = top.indices // vocab, top.indices % vocab
         length_norm = (step + 1) ** length_penalty
         running = []
         for rank, (parent, token) in enumerate(zip(parents.tolist(), tokens.tolist())):
-            if token == eos_id or step == max_new_tokens - 1:               # this candidate ends
+            if token == eos_id or step == max_new_tokens - 1:  # this candidate ends
                 if rank < num_beams:
-                    sequence = torch.cat([beams[parent], tokens[rank:rank + 1]])
+                    sequence = torch.cat([beams[parent], tokens[rank : rank + 1]])
                     finished.append((top.values[rank].item() / length_norm, sequence))
             elif len(running) < num_beams:
                 running.append(rank)
         finished = sorted(finished, key=lambda hypothesis: -hypothesis[0])[:num_beams]
-        if not running or (len(finished) == num_beams
-                           and top.values[running[0]].item() / length_norm <= finished[-1][0]):
-            break                                                           # no running beam can win any more
+        if not running or (
+            len(finished) == num_beams and top.values[running[0]].item() / length_norm <= finished[-1][0]
+        ):
+            break  # no running beam can win any more
         keep = torch.tensor(running, device=prompt.device)
-        decoder.reorder(parents[keep])                                      # every beam's cache follows its parent
+        decoder.reorder(parents[keep])  # every beam's cache follows its parent
         beams = torch.cat([beams[parents[keep]], tokens[keep, None]], dim=1)
         scores = top.values[keep]
     return finished[0][1]
 
 
 # ---------------------------------------------------------------- measured properties of a text
+
 
 def _ngrams(tokens: Sequence, n: int) -> list[tuple]:
     n = validate.integer(n, "n")
@@ -349,7 +396,7 @@ def _ngrams(tokens: Sequence, n: int) -> list[tuple]:
     tokens = list(tokens)
     if len(tokens) < n:
         raise ValueError(f"a text of {len(tokens)} tokens has no {n}-grams")
-    return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 
 def distinct_n(tokens: Sequence, n: int) -> float:

@@ -17,6 +17,7 @@ German is tokenised into morphemes, so the German word is exactly the concatenat
     twenty - three thousand one hundred one  ->  drei und zwanzig tausend ein hundert eins
                                                  "dreiundzwanzigtausendeinhunderteins"
 """
+
 from __future__ import annotations
 
 import random
@@ -32,11 +33,51 @@ from scratch.training import eval_mode
 
 MAX_NUMBER = 999_999
 
-ENGLISH_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+ENGLISH_UNITS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
 ENGLISH_TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-GERMAN_UNITS = ["null", "eins", "zwei", "drei", "vier", "fünf", "sechs", "sieben", "acht", "neun", "zehn", "elf",
-                "zwölf", "dreizehn", "vierzehn", "fünfzehn", "sechzehn", "siebzehn", "achtzehn", "neunzehn"]
+GERMAN_UNITS = [
+    "null",
+    "eins",
+    "zwei",
+    "drei",
+    "vier",
+    "fünf",
+    "sechs",
+    "sieben",
+    "acht",
+    "neun",
+    "zehn",
+    "elf",
+    "zwölf",
+    "dreizehn",
+    "vierzehn",
+    "fünfzehn",
+    "sechzehn",
+    "siebzehn",
+    "achtzehn",
+    "neunzehn",
+]
 GERMAN_TENS = ["", "", "zwanzig", "dreißig", "vierzig", "fünfzig", "sechzig", "siebzig", "achtzig", "neunzig"]
 
 # The closed vocabularies of the task, in a readable order (every token that can ever occur).
@@ -54,6 +95,7 @@ def _check_number(n) -> int:
 
 
 # ---------------------------------------------------------------- English
+
 
 def _english_below_thousand(n: int, last: bool) -> list[str]:
     """1..999 -> ["three", "hundred", "forty", "-", "two"] (American style: no "and"; `last` matters in German only)."""
@@ -93,21 +135,23 @@ def english_number(n: int) -> str:
 
 # ---------------------------------------------------------------- German
 
+
 def _german_below_thousand(n: int, last: bool) -> list[str]:
     """1..999 as morphemes. A final 1 is "eins", but "ein" before und/hundert/tausend (last=False:
     tausend follows): 1 eins, 21 ein-und-zwanzig, 100 ein-hundert, 1000 ein-tausend, 101 ein-hundert-eins."""
-    def unit(d):                                   # a digit that something follows
+
+    def unit(d):  # a digit that something follows
         return "ein" if d == 1 else GERMAN_UNITS[d]
 
     hundreds, rest = divmod(n, 100)
     tokens = [unit(hundreds), "hundert"] if hundreds else []
     if rest >= 20:
         tens, ones = divmod(rest, 10)
-        tokens += [unit(ones), "und", GERMAN_TENS[tens]] if ones else [GERMAN_TENS[tens]]   # units first
+        tokens += [unit(ones), "und", GERMAN_TENS[tens]] if ones else [GERMAN_TENS[tens]]  # units first
     elif rest == 1:
         tokens.append("eins" if last else "ein")
     elif rest:
-        tokens.append(GERMAN_UNITS[rest])         # 2..19, teens included (elf, zwölf, sechzehn, siebzehn)
+        tokens.append(GERMAN_UNITS[rest])  # 2..19, teens included (elf, zwölf, sechzehn, siebzehn)
     return tokens
 
 
@@ -139,7 +183,7 @@ class Vocabulary:
     """
 
     def __init__(self, tokens: list[str]):
-        self.itos = [PAD, BOS, EOS, *tokens]                     # id -> token
+        self.itos = [PAD, BOS, EOS, *tokens]  # id -> token
         self.stoi = {token: i for i, token in enumerate(self.itos)}
         if len(self.stoi) != len(self.itos):
             raise ValueError("the tokens of a vocabulary must be distinct (and not <pad>, <bos>, <eos>)")
@@ -157,7 +201,7 @@ class Vocabulary:
     def decode(self, ids) -> list[str]:
         """Ids -> tokens, skipping <pad> and <bos> and stopping at the first <eos>."""
         tokens = []
-        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+        for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:
             if not 0 <= i < len(self.itos):
                 raise ValueError(f"id {i} is outside the vocabulary 0..{len(self.itos) - 1}")
             if i == self.eos_id:
@@ -179,6 +223,7 @@ def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
 class NumberTranslation:
     """English -> German number words. src: (n, S) English ids; tgt: (n, T) [<bos>, German ids, <eos>];
     both padded on the right with 0. Rows of train_* and val_* are train_numbers and val_numbers."""
+
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
     train_numbers: list[int]
@@ -206,8 +251,9 @@ class NumberTranslation:
         return german_from_tokens(self.tgt_vocab.decode(tgt_ids))
 
 
-def number_translation_dataset(seed: int = 0, n_train: int = 20000, n_val: int = 2000,
-                               max_number: int = 99999) -> NumberTranslation:
+def number_translation_dataset(
+    seed: int = 0, n_train: int = 20000, n_val: int = 2000, max_number: int = 99999
+) -> NumberTranslation:
     """Draw n_train + n_val distinct numbers from 0..max_number (a permutation seeded by `seed`): the first
     n_train for training, the rest held out (val), so no held-out number is ever seen in training.
 
@@ -217,19 +263,31 @@ def number_translation_dataset(seed: int = 0, n_train: int = 20000, n_val: int =
     max_number = _check_number(max_number)
     n_train, n_val = validate.integer(n_train, "n_train"), validate.integer(n_val, "n_val", minimum=0)
     if n_train + n_val > max_number + 1:
-        raise ValueError(f"need n_train + n_val <= {max_number + 1} (the numbers 0..{max_number}), got "
-                         f"n_train={n_train}, n_val={n_val}")
+        raise ValueError(
+            f"need n_train + n_val <= {max_number + 1} (the numbers 0..{max_number}), got "
+            f"n_train={n_train}, n_val={n_val}"
+        )
     order = torch.randperm(max_number + 1, generator=torch.Generator().manual_seed(seed)).tolist()
-    numbers = order[:n_train + n_val]
+    numbers = order[: n_train + n_val]
     src_vocab, tgt_vocab = Vocabulary(ENGLISH_TOKENS), Vocabulary(GERMAN_TOKENS)
     src = _pad([src_vocab.encode(english_tokens(n)) for n in numbers], src_vocab.pad_id)
-    tgt = _pad([[tgt_vocab.bos_id, *tgt_vocab.encode(german_tokens(n)), tgt_vocab.eos_id] for n in numbers],
-               tgt_vocab.pad_id)
-    return NumberTranslation(src_vocab, tgt_vocab, numbers[:n_train], numbers[n_train:],
-                             src[:n_train], tgt[:n_train], src[n_train:], tgt[n_train:])
+    tgt = _pad(
+        [[tgt_vocab.bos_id, *tgt_vocab.encode(german_tokens(n)), tgt_vocab.eos_id] for n in numbers], tgt_vocab.pad_id
+    )
+    return NumberTranslation(
+        src_vocab,
+        tgt_vocab,
+        numbers[:n_train],
+        numbers[n_train:],
+        src[:n_train],
+        tgt[:n_train],
+        src[n_train:],
+        tgt[n_train:],
+    )
 
 
 # ---------------------------------------------------------------- character-level language modelling
+
 
 class CharDataset:
     """A text as one long sequence of character ids, split into train (the first part) and val (the end).
@@ -241,12 +299,13 @@ class CharDataset:
     def __init__(self, text: str, val_fraction: float = 0.1):
         if not 0 < val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
-        self.tokenizer = CharTokenizer().train(text)           # vocabulary = the sorted characters
+        self.tokenizer = CharTokenizer().train(text)  # vocabulary = the sorted characters
         data = torch.tensor(self.tokenizer.encode(text), dtype=torch.long)
         n_val = int(len(data) * val_fraction)
         if n_val < 2 or len(data) - n_val < 2:
-            raise ValueError(f"the text ({len(data)} characters) is too short to split with val_fraction "
-                             f"{val_fraction}")
+            raise ValueError(
+                f"the text ({len(data)} characters) is too short to split with val_fraction {val_fraction}"
+            )
         self.train_data, self.val_data = data[:-n_val], data[-n_val:]
 
     @property
@@ -259,14 +318,19 @@ class CharDataset:
     def decode(self, ids) -> str:
         return self.tokenizer.decode(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
 
-    def get_batch(self, split: str = "train", batch_size: int = 32, block_size: int = 128,
-                  generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def get_batch(
+        self,
+        split: str = "train",
+        batch_size: int = 32,
+        block_size: int = 128,
+        generator: torch.Generator | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """x, y: (batch_size, block_size) ids, y shifted one character to the right of x."""
         data = self.train_data if validate.choice(split, "split", SPLITS) == "train" else self.val_data
         if not 1 <= block_size < len(data):
             raise ValueError(f"block_size must be in 1..{len(data) - 1} for the {split} split, got {block_size}")
-        starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)   # (batch,)
-        index = starts[:, None] + torch.arange(block_size)                                  # (batch, block)
+        starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)  # (batch,)
+        index = starts[:, None] + torch.arange(block_size)  # (batch, block)
         return data[index], data[index + 1]
 
 
@@ -306,7 +370,7 @@ def is_held_out(key: str) -> bool:
 
 
 def task_prefix(task: str) -> str:
-    """"reverse" -> "reverse: " (what T5 puts in front of every input of the task)."""
+    """ "reverse" -> "reverse: " (what T5 puts in front of every input of the task)."""
     return _check_task(task) + ": "
 
 
@@ -315,12 +379,14 @@ def task_of(source: str) -> str:
     for task in TEXT_TO_TEXT_TASKS:
         if source.startswith(task + ": "):
             return task
-    raise ValueError(f"{source[:40]!r} starts with no known task prefix "
-                     f"({', '.join(repr(t + ': ') for t in TEXT_TO_TEXT_TASKS)})")
+    raise ValueError(
+        f"{source[:40]!r} starts with no known task prefix ({', '.join(repr(t + ': ') for t in TEXT_TO_TEXT_TASKS)})"
+    )
 
 
-def text_to_text_example(task: str, rng: random.Random, split: str = "train",
-                         max_number: int = MAX_NUMBER) -> tuple[str, str]:
+def text_to_text_example(
+    task: str, rng: random.Random, split: str = "train", max_number: int = MAX_NUMBER
+) -> tuple[str, str]:
     """One (source, target) pair of a task, source = prefix + input, drawn with `rng` from `split`.
 
     Translations use numbers 0..max_number, the number of digits uniform (short numbers are as common as
@@ -335,7 +401,7 @@ def text_to_text_example(task: str, rng: random.Random, split: str = "train",
     while True:  # draw until the input falls in the wanted split (1 in 10 for val: a few draws)
         if task.startswith("translate"):
             digits = rng.randint(1, len(str(max_number)))  # as many 2-digit as 6-digit numbers
-            n = rng.randint(0 if digits == 1 else 10 ** (digits - 1), min(10 ** digits - 1, max_number))
+            n = rng.randint(0 if digits == 1 else 10 ** (digits - 1), min(10**digits - 1, max_number))
             key = str(n)
             english, german = english_number(n), german_number(n)
             source, target = (english, german) if task == "translate English to German" else (german, english)
@@ -351,8 +417,9 @@ def text_to_text_example(task: str, rng: random.Random, split: str = "train",
             return task_prefix(task) + source, target
 
 
-def text_to_text_dataset(n_per_task: int, split: str = "train", seed: int = 0, tasks=TEXT_TO_TEXT_TASKS,
-                         max_number: int = MAX_NUMBER) -> list[tuple[str, str]]:
+def text_to_text_dataset(
+    n_per_task: int, split: str = "train", seed: int = 0, tasks=TEXT_TO_TEXT_TASKS, max_number: int = MAX_NUMBER
+) -> list[tuple[str, str]]:
     """n_per_task distinct (source, target) pairs of every task in `tasks`, task after task, from `split`."""
     n_per_task = validate.integer(n_per_task, "n_per_task")
     if isinstance(tasks, str):
@@ -377,27 +444,35 @@ def text_to_text_dataset(n_per_task: int, split: str = "train", seed: int = 0, t
 def exact_match(predictions: list[str], targets: list[str]) -> float:
     """The fraction of predictions equal to their target, character for character (after strip())."""
     if len(predictions) != len(targets) or not targets:
-        raise ValueError(f"need as many predictions as targets, and at least one; got {len(predictions)} "
-                         f"and {len(targets)}")
+        raise ValueError(
+            f"need as many predictions as targets, and at least one; got {len(predictions)} and {len(targets)}"
+        )
     return sum(p.strip() == t.strip() for p, t in zip(predictions, targets)) / len(targets)
 
 
-def text_to_text_generate(model, tokenizer, sources: list[str], batch_size: int = 256,
-                          max_new_tokens: int = 48) -> list[str]:
+def text_to_text_generate(
+    model, tokenizer, sources: list[str], batch_size: int = 256, max_new_tokens: int = 48
+) -> list[str]:
     """Greedy answers of an encoder-decoder (a transformers T5, e.g. scratch.pretrained.load_tiny_t5()) to a
     list of source strings, in batches: each batch is encoded once, then scratch.sampling.generate decodes."""
     answers = []
     with eval_mode(model):
         for start in range(0, len(sources), batch_size):
-            batch = tokenizer(list(sources[start:start + batch_size]), return_tensors="pt", padding=True)
-            memory = model.get_encoder()(**batch)                         # the encoder's output, computed once
+            batch = tokenizer(list(sources[start : start + batch_size]), return_tensors="pt", padding=True)
+            memory = model.get_encoder()(**batch)  # the encoder's output, computed once
 
             def decoder(tgt, memory=memory, mask=batch["attention_mask"]):
                 return model(encoder_outputs=memory, attention_mask=mask, decoder_input_ids=tgt).logits
 
             begin = torch.full((len(batch["input_ids"]), 1), model.config.decoder_start_token_id)
-            out = generate(decoder, begin, max_new_tokens, eos_id=tokenizer.eos_token_id,
-                           pad_id=tokenizer.pad_token_id, use_cache=False)
+            out = generate(
+                decoder,
+                begin,
+                max_new_tokens,
+                eos_id=tokenizer.eos_token_id,
+                pad_id=tokenizer.pad_token_id,
+                use_cache=False,
+            )
             answers += tokenizer.batch_decode(out, skip_special_tokens=True)
     return answers
 

@@ -13,6 +13,7 @@ logits = model(x), or (src, tgt_in, tgt_out) for an encoder-decoder, where logit
 Teacher forcing: the decoder reads the true previous tokens (tgt_in = [BOS, y_1, ...]) and is scored on
 the next ones (tgt_out = [y_1, ..., EOS]), every position at once. Seeds: scratch.seed_everything.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,7 +59,7 @@ def lr_factor(step: int, steps: int, warmup: int = 0, schedule: str = "cosine", 
         return (step + 1) / warmup
     if schedule == "constant":
         return 1.0
-    progress = (step - warmup) / max(1, steps - 1 - warmup)   # 0 after the warm-up, 1 at the last step
+    progress = (step - warmup) / max(1, steps - 1 - warmup)  # 0 after the warm-up, 1 at the last step
     return min_factor + (1.0 - min_factor) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
 
 
@@ -68,8 +69,9 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int
     Positions whose target is ignore_index (padding) count neither in the sum nor in the mean.
     """
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
-        raise ValueError(f"logits must be (batch, T, V) and targets (batch, T), got {tuple(logits.shape)} and "
-                         f"{tuple(targets.shape)}")
+        raise ValueError(
+            f"logits must be (batch, T, V) and targets (batch, T), got {tuple(logits.shape)} and {tuple(targets.shape)}"
+        )
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore_index)
 
 
@@ -97,6 +99,7 @@ def estimate_loss(model, get_batch: Callable, iters: int = 10, loss_fn: Callable
 @dataclass
 class History:
     """What train() records: the loss and learning rate of every step, and every evaluation."""
+
     step: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
     lr: list[float] = field(default_factory=list)
@@ -104,12 +107,27 @@ class History:
     eval_loss: list[float] = field(default_factory=list)
 
 
-def train(model, get_batch: Callable, steps: int, *, lr: float = 1e-3, weight_decay: float = 0.01,
-          betas: tuple[float, float] = (0.9, 0.98), warmup: int = 0, schedule: str = "cosine",
-          min_lr_factor: float = 0.1, grad_clip: float | None = 1.0, loss_fn: Callable = default_loss,
-          eval_fn: Callable | None = None, eval_every: int | None = None, on_eval: Callable | None = None,
-          optimizer: torch.optim.Optimizer | None = None, device=None, seed: int = 0,
-          progress: bool = True) -> History:
+def train(
+    model,
+    get_batch: Callable,
+    steps: int,
+    *,
+    lr: float = 1e-3,
+    weight_decay: float = 0.01,
+    betas: tuple[float, float] = (0.9, 0.98),
+    warmup: int = 0,
+    schedule: str = "cosine",
+    min_lr_factor: float = 0.1,
+    grad_clip: float | None = 1.0,
+    loss_fn: Callable = default_loss,
+    eval_fn: Callable | None = None,
+    eval_every: int | None = None,
+    on_eval: Callable | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    device=None,
+    seed: int = 0,
+    progress: bool = True,
+) -> History:
     """Train `model` for `steps` optimizer steps and return the History; the model is left in eval mode.
 
     get_batch()            a new training batch (a tuple of tensors, targets last); moved to the device here
@@ -133,15 +151,17 @@ def train(model, get_batch: Callable, steps: int, *, lr: float = 1e-3, weight_de
     if grad_clip is not None and not grad_clip > 0:
         raise ValueError(f"grad_clip must be > 0 or None, got {grad_clip}")
     eval_every = max(1, steps // 10) if eval_every is None else validate.integer(eval_every, "eval_every")
-    lr_factor(0, steps, warmup, schedule)                          # validates the schedule name
+    lr_factor(0, steps, warmup, schedule)  # validates the schedule name
 
     scratch.seed_everything(seed)
     device = pick_device() if device is None else torch.device(device)
     model.to(device)
     if optimizer is None:
         params = [p for p in model.parameters() if p.requires_grad]
-        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        groups = [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ]
         optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas)
     base_lrs = [group["lr"] for group in optimizer.param_groups]
 
@@ -160,11 +180,11 @@ def train(model, get_batch: Callable, steps: int, *, lr: float = 1e-3, weight_de
             torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         optimizer.step()
 
-        history.step.append(step + 1)                              # steps done so far
+        history.step.append(step + 1)  # steps done so far
         history.train_loss.append(loss.item())
         history.lr.append(base_lrs[0] * factor)
         if (eval_fn or on_eval) and ((step + 1) % eval_every == 0 or step + 1 == steps):
-            with eval_mode(model):                                 # no dropout while evaluating
+            with eval_mode(model):  # no dropout while evaluating
                 if eval_fn is not None:
                     history.eval_loss.append(float(eval_fn(model)))
                     history.eval_step.append(step + 1)
@@ -190,7 +210,7 @@ def plot_history(history: History, ax=None, title: str = "training loss", smooth
     steps = np.asarray(history.step)
     if smooth > 1 and len(train_loss) >= smooth:
         train_loss = np.convolve(train_loss, np.ones(smooth) / smooth, mode="valid")
-        steps = steps[smooth - 1:]
+        steps = steps[smooth - 1 :]
     label = "train" if smooth <= 1 else f"train (mean of {smooth} steps)"
     ax.plot(steps, train_loss, label=label, alpha=0.8)
     if history.eval_loss:

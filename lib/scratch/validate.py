@@ -12,6 +12,7 @@ Each returns the checked value, so a check and its use fit on one line: `self.N 
 Checks belong where a model or function is entered (constructors, forward of a whole model, generate), not in
 every layer: inside a model the shapes are right by construction.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -58,8 +59,12 @@ def token_id(value, vocab_size: int, name: str) -> int:
 
 
 def token_ids(ids, vocab_size: int, max_len: float = float("inf"), name: str = "ids") -> torch.Tensor:
-    if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex \
-            or ids.dtype == torch.bool:
+    if (
+        not isinstance(ids, torch.Tensor)
+        or ids.dtype.is_floating_point
+        or ids.dtype.is_complex
+        or ids.dtype == torch.bool
+    ):
         found = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise TypeError(f"{name} must be an integer tensor of token ids, got {found}")
     if ids.dim() != 2:
@@ -68,11 +73,12 @@ def token_ids(ids, vocab_size: int, max_len: float = float("inf"), name: str = "
         raise ValueError(f"{name} is empty: shape {tuple(ids.shape)}")
     if ids.shape[1] > max_len:
         raise ValueError(f"{name} is too long: {ids.shape[1]} tokens, but max_len = {max_len} positions")
-    if ids.device.type == "cpu":   # on a GPU this would wait for the device; there nn.Embedding's assert catches it
+    if ids.device.type == "cpu":  # on a GPU this would wait for the device; there nn.Embedding's assert catches it
         low, high = torch.aminmax(ids)
         if low < 0 or high >= vocab_size:
-            raise ValueError(f"{name} contains token ids outside the vocabulary 0..{vocab_size - 1}: "
-                             f"found {int(low)}..{int(high)}")
+            raise ValueError(
+                f"{name} contains token ids outside the vocabulary 0..{vocab_size - 1}: found {int(low)}..{int(high)}"
+            )
     return ids
 
 
