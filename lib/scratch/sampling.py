@@ -262,7 +262,10 @@ def generate(
                   top_p) and then logits_transform (any function (batch, V) -> (batch, V)). All None: pure random
                   sampling from the model's distribution. Draws with torch.multinomial from `generator` (a
                   torch.Generator, for reproducible samples; None = torch's global generator).
-        "beam"    beam search with num_beams beams (num_beams = 1 is greedy); see _beam_search.
+        "beam"    beam search with num_beams beams (num_beams = 1 is greedy): the num_beams most probable partial
+                  sequences are kept at every step; hypotheses that end with eos_id are set aside with their score
+                  (the sum of log-probabilities) divided by length ** length_penalty, and the search stops early once
+                  no running beam can beat them. See _beam_search.
     eos_id: a row that emits it is finished; its later positions get pad_id (default eos_id), and generation
     stops early once every row has finished.
     use_cache: keep the keys and values of past positions (the KV cache), so every step runs only the new token

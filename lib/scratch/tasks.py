@@ -459,14 +459,9 @@ def text_to_text_generate(
     with eval_mode(model):
         for start in range(0, len(sources), batch_size):
             batch = tokenizer(list(sources[start : start + batch_size]), return_tensors="pt", padding=True)
-            memory = model.get_encoder()(**batch)  # the encoder's output, computed once
-
-            def decoder(tgt, memory=memory, mask=batch["attention_mask"]):
-                return model(encoder_outputs=memory, attention_mask=mask, decoder_input_ids=tgt).logits
-
             begin = torch.full((len(batch["input_ids"]), 1), model.config.decoder_start_token_id)
             out = generate(
-                decoder,
+                _cached_decoder(model, batch),
                 begin,
                 max_new_tokens,
                 eos_id=tokenizer.eos_token_id,
@@ -475,6 +470,25 @@ def text_to_text_generate(
             )
             answers += tokenizer.batch_decode(out, skip_special_tokens=True)
     return answers
+
+
+def _cached_decoder(model, batch):
+    """T5's decoder as a callable target ids -> logits for generate: the source is encoded once, and transformers'
+    own KV cache (past_key_values) means only the newest target token goes through the decoder at each step."""
+    memory, state = model.get_encoder()(**batch), {"cache": None, "seen": 0}
+
+    def decoder(tgt: torch.Tensor) -> torch.Tensor:
+        out = model(
+            encoder_outputs=memory,
+            attention_mask=batch["attention_mask"],
+            use_cache=True,
+            decoder_input_ids=tgt[:, state["seen"] :],
+            past_key_values=state["cache"],
+        )
+        state["cache"], state["seen"] = out.past_key_values, tgt.shape[1]
+        return out.logits
+
+    return decoder
 
 
 def text_to_text_accuracy(model, tokenizer, pairs: list[tuple[str, str]], batch_size: int = 256) -> dict[str, float]:

@@ -73,7 +73,9 @@ def token_ids(ids, vocab_size: int, max_len: float = float("inf"), name: str = "
         raise ValueError(f"{name} is empty: shape {tuple(ids.shape)}")
     if ids.shape[1] > max_len:
         raise ValueError(f"{name} is too long: {ids.shape[1]} tokens, but max_len = {max_len} positions")
-    if ids.device.type == "cpu":  # on a GPU this would wait for the device; there nn.Embedding's assert catches it
+    # vocab_size inf: any integers (a padding mask). On a GPU the check would wait for the device in every
+    # forward pass; there nn.Embedding's own assert catches an id outside the vocabulary.
+    if vocab_size != float("inf") and ids.device.type == "cpu":
         low, high = torch.aminmax(ids)
         if low < 0 or high >= vocab_size:
             raise ValueError(
