@@ -163,7 +163,8 @@ class MultiHeadAttention(nn.Module):
         """
         key = query if key is None else key
         value = key if value is None else value
-        for name, t in (("query", query), ("key", key), ("value", value)):
+        others = [(name, t) for name, t in (("key", key), ("value", value)) if t is not query]  # self-attention: none
+        for name, t in [("query", query), *others]:
             if validate.features(t, self.d_model, name).dim() != 3 or t.shape[0] != query.shape[0]:
                 raise ValueError(
                     f"{name} must have shape (batch, length, d_model={self.d_model}) with the same "

@@ -260,16 +260,21 @@ class RotaryEmbedding(nn.Module):
 
     def rotate(self, x: torch.Tensor, positions=None) -> torch.Tensor:
         """x: (..., n, d_head) -> the same shape, pair j at position m turned by m · θ_j."""
+        return apply_rotary(x, *self._cos_sin_like(x, positions))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, positions=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotate queries and keys of the same positions: q, k (..., n, d_head) -> (q_rotated, k_rotated)."""
+        cos, sin = self._cos_sin_like(q, positions)  # one lookup serves both: same positions, same dims
+        return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+
+    def _cos_sin_like(self, x: torch.Tensor, positions) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos_sin for x (..., n, d_head), in x's dtype and shaped to broadcast against it."""
         validate.features(x, self.d_head)
         cos, sin = self.cos_sin(x.shape[-2], positions)
         if cos.dim() == 3:  # batched positions (batch, n, d): put the head dimensions in between
             shape = (cos.shape[0],) + (1,) * (x.dim() - 3) + cos.shape[1:]
             cos, sin = cos.reshape(shape), sin.reshape(shape)
-        return apply_rotary(x, cos.to(x.dtype), sin.to(x.dtype))
-
-    def forward(self, q: torch.Tensor, k: torch.Tensor, positions=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rotate queries and keys of the same positions: q, k (..., n, d_head) -> (q_rotated, k_rotated)."""
-        return self.rotate(q, positions), self.rotate(k, positions)
+        return cos.to(x.dtype), sin.to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_head={self.d_head}, max_len={self.max_len}, base={self.base}"
