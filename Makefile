@@ -13,7 +13,7 @@ NB ?= $(NOTEBOOKS)
 # JupyterLab refuses to run as root (containers, CI machines) unless told to.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup assets chromium lab lint test unit outputs student book check clean
+.PHONY: setup assets chromium lab lint test unit outputs student book check clean lock
 
 # Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel
 # pins one numeric path; elsewhere (Apple Silicon, ARM, old CPUs) their asserts check them (lax).
@@ -22,11 +22,25 @@ NBVAL ?=
 # Notebooks run on one thread each (the pinned path), so tests run in parallel processes, a file per process.
 JOBS ?= 2
 
-$(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
+# requirements.txt holds the top-level pins; requirements.lock (written from it by `make lock`) pins every
+# package they pull in, with the hashes of its files, and is what gets installed.
+$(STAMP): requirements.txt requirements.lock requirements-cuda.lock pyproject.toml tools/jupyterlab-overrides.json
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11, found " + sys.version.split()[0] + "; run: make PYTHON=/path/to/python3.11"'
+	@$(PYTHON) tools/lock.py --check
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# torch is pinned in requirements.txt and installed in this same command, so nothing pulls another build
-	$(BIN)/python -m pip install -r requirements.txt -e .
+	# torch first, hash-checked: the CPU-only build of the pinned version where pip's own configuration offers
+	# one (a wheel folder, as on CI; --no-index), else PyPI's wheel. Given both at once, hash-checking would take
+	# PyPI's (the index states its hash), which on Linux is the CUDA build.
+	$(PYTHON) tools/lock.py --select torch > $(VENV)/torch.lock
+	$(BIN)/python -m pip install --require-hashes --no-deps --no-index -r $(VENV)/torch.lock 2>/dev/null \
+	  || $(BIN)/python -m pip install --require-hashes --no-deps -r $(VENV)/torch.lock
+	# the rest (torch is installed already); --no-deps: the lock lists every dependency
+	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements.lock
+	# PyPI's Linux build of torch also loads NVIDIA's CUDA runtime (locked on its own); a CPU-only build needs none
+	if $(BIN)/python -m pip check | grep '^torch .* requires' >/dev/null; then \
+	  $(BIN)/python -m pip install --require-hashes --no-deps -r requirements-cuda.lock; fi
+	# the course's package, editable (pip can hash no folder; its dependencies are all in the lock)
+	$(BIN)/python -m pip install --no-deps -e .
 	$(BIN)/python -c "import matplotlib.pyplot"  # build the font cache now, not inside a notebook's stderr
 	mkdir -p $(dir $(LAB_SETTINGS)) && cp tools/jupyterlab-overrides.json $(LAB_SETTINGS)
 	touch $@
@@ -106,3 +120,8 @@ check: $(STAMP) $(KERNEL)
 
 clean:
 	rm -rf $(VENV) data/assets data/cache build
+
+# After editing requirements.txt: resolve it on PyPI for every platform the course supports and rewrite
+# requirements.lock and requirements-cuda.lock (every dependency at one version, every file's SHA-256).
+lock:
+	$(PYTHON) tools/lock.py

@@ -20,7 +20,7 @@ def test_package_versions_against_pins():
     ok, what, _ = check.check_package("pytest", __import__("pytest").__version__)
     assert ok and "pytest" in what
     ok, what, fix = check.check_package("pytest", "0.0.1")
-    assert not ok and "pinned 0.0.1" in what and "pip install -r requirements.txt" in fix
+    assert not ok and "pinned 0.0.1" in what and "-r requirements.lock" in fix
     ok, what, fix = check.check_package("no-such-package-here", "1.0")
     assert not ok and "not installed" in what and fix
 

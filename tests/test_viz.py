@@ -23,9 +23,32 @@ def test_heads_grid_has_one_panel_per_head():
     plt.close("all")
 
 
+def test_attention_grid_shares_one_labelled_colour_scale():
+    weights = torch.stack([torch.full((3, 3), 1 / 3), torch.eye(3)])  # uniform vs one-hot
+    fig = viz.plot_attention_grid(weights, list("abc"), list("abc"), titles=["uniform", "one-hot"], vmax=1.0)
+    panels = [ax for ax in fig.axes if ax.get_title() in ("uniform", "one-hot")]
+    assert len(panels) == 2 and all(ax.images[0].get_clim() == (0.0, 1.0) for ax in panels)
+    colorbars = [ax for ax in fig.axes if ax not in panels]
+    assert len(colorbars) == 1 and "attention weight" in colorbars[0].get_ylabel()
+    with pytest.raises(ValueError, match="one entry per panel"):
+        viz.plot_attention_grid(weights, titles=["only one"])
+    plt.close("all")
+
+
+def test_attention_heatmap_takes_a_fixed_colour_scale():
+    ax = viz.plot_attention(torch.full((2, 2), 0.5), vmax=1.0, colorbar=False)
+    assert ax.images[0].get_clim() == (0.0, 1.0)
+    plt.close("all")
+
+
 @pytest.mark.parametrize(
     "call, shape",
-    [(viz.plot_attention, (2, 3, 3)), (viz.plot_attention_heads, (3, 3)), (viz.plot_positional_encoding, (4,))],
+    [
+        (viz.plot_attention, (2, 3, 3)),
+        (viz.plot_attention_heads, (3, 3)),
+        (viz.plot_attention_grid, (3, 3)),
+        (viz.plot_positional_encoding, (4,)),
+    ],
 )
 def test_wrong_dimensions_are_refused(call, shape):
     with pytest.raises(ValueError, match="must be"):
@@ -55,7 +78,7 @@ def test_bertviz_html_is_self_contained(view):
     assert page.lstrip().startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
 
 
-@pytest.mark.assets
+@pytest.mark.assets  # bertviz_html inlines require.js, d3 and jQuery from the npm assets
 def test_show_bertviz_wraps_the_page_in_an_iframe():
     import html
 
@@ -65,7 +88,7 @@ def test_show_bertviz_wraps_the_page_in_an_iframe():
     assert "://" not in html.unescape(shown.data)
 
 
-@pytest.mark.assets
+@pytest.mark.assets  # bertviz_html inlines require.js, d3 and jQuery from the npm assets
 def test_bertviz_sentence_pair_is_accepted():
     attention, tokens = _bertviz_input()
     page = viz.bertviz_html("head", attention, tokens, sentence_b_start=2)

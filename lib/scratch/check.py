@@ -1,15 +1,17 @@
 """Is this machine ready for the course?  `python -m scratch.check` (or `make check`).
 
 Prints one line per requirement, OK or FAIL, and for every FAIL the command that fixes it:
-the Python version, every package pinned in requirements.txt (installed version against the pin),
-every asset of `scratch.assets` (re-hashed from disk, never downloaded here), the checkpoints the course
-ships in data/checkpoints/, the course's Jupyter kernel (which pins the numeric path, `scratch.numerics`), and
-the Chromium the book's browser test drives. Exit code 1 if anything failed.
+the Python version, whether requirements.lock still matches requirements.txt, every package pinned in
+requirements.txt (installed version against the pin), the other packages of requirements.lock (one line),
+every asset of `scratch.assets` (re-hashed from disk, never downloaded here), the checkpoints the course ships
+in data/checkpoints/, the course's Jupyter kernel (which pins the numeric path, `scratch.numerics`), and the
+Chromium the book's browser test drives. Exit code 1 if anything failed.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import re
 import shutil
 import sys
@@ -18,7 +20,9 @@ from pathlib import Path
 from scratch import assets
 
 REQUIREMENTS = assets.ROOT / "requirements.txt"
-FIX_PACKAGES = "make setup   (or: .venv/bin/python -m pip install -r requirements.txt -e .)"
+LOCK = assets.ROOT / "requirements.lock"
+FIX_PACKAGES = "make setup   (or: .venv/bin/python -m pip install --require-hashes --no-deps -r requirements.lock)"
+FIX_LOCK = "make lock   (regenerates requirements.lock from requirements.txt), then make setup"
 FIX_CHROMIUM = "sudo apt-get install chromium   (Debian/Ubuntu; only `make test`'s book test needs it)"
 
 
@@ -31,6 +35,54 @@ def pinned_packages(path: Path = REQUIREMENTS) -> dict[str, str]:
         if match:
             pins[re.sub(r"\[.*\]", "", match[1])] = match[2]
     return pins
+
+
+def lock_tool():
+    """tools/lock.py, which writes requirements.lock and reads it back (one parser for the Makefile and here)."""
+    name = "scratch_lock_tool"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, assets.ROOT / "tools" / "lock.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # before running it: its dataclass looks itself up there
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def locked_packages(path: Path = LOCK) -> dict[str, str]:
+    """{name: version} for every entry of requirements.lock that applies to this machine (its marker holds)."""
+    from packaging.markers import Marker
+
+    return {e.name: e.version for e in lock_tool().read_lock(path) if not e.marker or Marker(e.marker).evaluate()}
+
+
+def check_lock() -> tuple[bool, str, str]:
+    problems = lock_tool().stale(REQUIREMENTS, LOCK)
+    what = (
+        "requirements.lock matches requirements.txt"
+        if not problems
+        else ("requirements.lock is stale: " + "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else ""))
+    )
+    return not problems, what, FIX_LOCK
+
+
+def check_locked_dependencies(pinned: dict[str, str]) -> tuple[bool, str, str]:
+    """One line for the packages the lock adds to requirements.txt's pins (the dependencies of the pins)."""
+    top = {re.sub(r"[-_.]+", "-", name).lower() for name in pinned}
+    others = {name: version for name, version in locked_packages().items() if name not in top}
+    wrong = []
+    for name, version in sorted(others.items()):
+        ok, what, _ = check_package(name, version)
+        if not ok:
+            wrong.append(what)
+    if not wrong:
+        return True, f"{len(others)} more packages of requirements.lock at their locked versions", FIX_PACKAGES
+    return (
+        False,
+        f"{len(wrong)} of {len(others)} locked dependencies differ: "
+        + "; ".join(wrong[:5])
+        + (" ..." if len(wrong) > 5 else ""),
+        FIX_PACKAGES,
+    )
 
 
 def check_python() -> tuple[bool, str, str]:
@@ -85,8 +137,10 @@ def check_chromium() -> tuple[bool, str, str]:
 
 
 def all_checks() -> list[tuple[bool, str, str]]:
-    results = [check_python()]
-    results += [check_package(name, version) for name, version in pinned_packages().items()]
+    pinned = pinned_packages()
+    results = [check_python(), check_lock()]
+    results += [check_package(name, version) for name, version in pinned.items()]
+    results.append(check_locked_dependencies(pinned))
     results += [check_asset(key) for key in assets.all_assets()]
     if assets.CHECKPOINT_DIR.is_dir():
         results += [check_checkpoint(p.name) for p in sorted(assets.CHECKPOINT_DIR.iterdir()) if p.is_dir()]

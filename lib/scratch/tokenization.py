@@ -326,10 +326,11 @@ class BPETokenizer(Tokenizer):
         the marker as one id. A special token added after training is still encoded as one id, but the
         merges may already contain pieces of it.
 
-        Ties: among pairs with the same count, the pair with the smallest ids (left id, then right id) wins,
-        the rule of Hugging Face's BPE trainer. Other trainers break ties differently: minbpe and tiktoken's
-        educational trainer take the pair counted first (first seen in the text), Stanford CS336's takes the
-        lexicographically greatest pair of byte strings. Counts are the same for all of them, but from the
+        Ties: among pairs with the same count, the pair with the smallest ids (left id, then right id) wins.
+        Other trainers break ties differently: minbpe and tiktoken's educational trainer take the pair
+        counted first (first seen in the text), Stanford CS336's takes the lexicographically greatest pair of
+        byte strings, and Hugging Face's trainer orders pairs by its own character ids, in which a leading
+        space (its 'Ġ') comes after the letters (on "ab cd" it merges "ab" first, we merge " c"). Counts are the same for all of them, but from the
         first tie on the order of the merges, and so a few merges, can differ.
 
         Merges never cross pre-tokenizer chunks, so each distinct chunk ("word") is stored once with its

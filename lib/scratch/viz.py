@@ -27,16 +27,20 @@ def plot_attention(
     title="attention weights",
     annotate: bool = False,
     colorbar: bool = True,
+    vmax: float | None = None,
 ):
     """One attention matrix as a heatmap: row i shows how query i spreads its attention over the keys.
 
     weights: (N queries, M keys), each row summing to 1. annotate=True prints each weight (2 decimals).
+    vmax: the weight drawn brightest (default: this matrix's largest); give several panels the same vmax to
+    compare them on one colour scale (plot_attention_grid does).
     """
     array = _as_2d(weights, "weights")
     if ax is None:
         size = max(3.0, 0.45 * max(array.shape) + 1.5)
         _, ax = plt.subplots(figsize=(size + (1 if colorbar else 0), size))
-    image = ax.imshow(array, cmap="viridis", vmin=0.0, vmax=max(float(array.max()), 1e-9))
+    vmax = max(float(array.max()), 1e-9) if vmax is None else float(vmax)
+    image = ax.imshow(array, cmap="viridis", vmin=0.0, vmax=vmax)
     if query_labels is not None:
         ax.set_yticks(range(array.shape[0]), list(query_labels))
     if key_labels is not None:
@@ -51,7 +55,7 @@ def plot_attention(
                     ha="center",
                     va="center",
                     fontsize=8,
-                    color="black" if array[i, j] > 0.6 * array.max() else "white",
+                    color="black" if array[i, j] > 0.6 * vmax else "white",
                 )
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
@@ -80,6 +84,51 @@ def plot_attention_heads(
         plot_attention(stacked[index], labels, labels, ax=ax, title=name, colorbar=False)
     fig.suptitle(title)
     fig.tight_layout()
+    return fig
+
+
+def plot_attention_grid(
+    weights,
+    query_labels=None,
+    key_labels=None,
+    titles=None,
+    ncols: int = 4,
+    vmax: float = 1.0,
+    annotate: bool = False,
+    title: str = "attention weights",
+    panel_size: float = 3.2,
+):
+    """Several attention maps (panels, N, M) side by side on ONE colour scale, 0 to vmax, with one labelled colour
+    bar, so the panels can be compared: a map stretched to its own range makes near-uniform noise look like
+    structure. vmax = 1 (the default) is the largest weight a softmax can give. Returns the Figure."""
+    stacked = torch.as_tensor(weights).detach().float().cpu()
+    if stacked.dim() != 3:
+        raise ValueError(f"weights must be 3-D (panels × queries × keys), got shape {tuple(stacked.shape)}")
+    if titles is not None and len(titles) != stacked.shape[0]:
+        raise ValueError(f"titles must have one entry per panel ({stacked.shape[0]}), got {len(titles)}")
+    panels = stacked.shape[0]
+    ncols = min(ncols, panels)
+    nrows = math.ceil(panels / ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel_size * ncols + 1.0, panel_size * nrows), squeeze=False, layout="constrained"
+    )
+    for index, ax in enumerate(axes.flat):
+        if index >= panels:
+            ax.axis("off")
+            continue
+        plot_attention(
+            stacked[index],
+            query_labels,
+            key_labels,
+            ax=ax,
+            colorbar=False,
+            vmax=vmax,
+            annotate=annotate,
+            title=titles[index] if titles is not None else f"panel {index}",
+        )
+    image = axes.flat[0].images[0]
+    fig.colorbar(image, ax=axes, shrink=0.85, label="attention weight (one scale for all panels)")
+    fig.suptitle(title)
     return fig
 
 

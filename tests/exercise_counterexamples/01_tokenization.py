@@ -1,0 +1,319 @@
+"""Known-wrong and borrowed solutions for lecture 1's exercises: each must fail its check with a hint."""
+
+WRONG_SOLUTIONS = {
+    1: {
+        "non-overlapping counts, like str.count": """
+def most_frequent_pair(ids):
+    def count(pair):
+        n, i = 0, 0
+        while i + 1 < len(ids):
+            if (ids[i], ids[i + 1]) == pair:
+                n, i = n + 1, i + 2
+            else:
+                i += 1
+        return n
+    pairs = set(zip(ids, ids[1:]))
+    return min(pairs, key=lambda pair: (-count(pair), pair))
+""",
+        "ties go to the first pair seen": """
+def most_frequent_pair(ids):
+    counts = {}
+    for pair in zip(ids, ids[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    return max(counts, key=counts.get)
+""",
+        "Counter.most_common (first seen among ties)": """
+import collections
+
+def most_frequent_pair(ids):
+    return collections.Counter(zip(ids, ids[1:])).most_common(1)[0][0]
+""",
+        "ties go to the largest pair": """
+def most_frequent_pair(ids):
+    counts = {}
+    for pair in zip(ids, ids[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    return max(counts, key=lambda pair: (counts[pair], pair))
+""",
+        "borrowed: scratch.tokenization.get_pair_counts": """
+from scratch.tokenization import get_pair_counts
+
+def most_frequent_pair(ids):
+    counts = get_pair_counts(ids)
+    return min(counts, key=lambda pair: (-counts[pair], pair))
+""",
+    },
+    2: {
+        "each word encoded without its leading space": """
+def tokens_per_word(encode, text):
+    return [len(encode(word)) for word in text.split(" ")]
+""",
+        "every word with a leading space, the first one too": """
+def tokens_per_word(encode, text):
+    return [len(encode(" " + word)) for word in text.split(" ")]
+""",
+        "characters per word instead of tokens": """
+def tokens_per_word(encode, text):
+    return [len(word) for word in text.split(" ")]
+""",
+        "the average spread evenly over the words": """
+def tokens_per_word(encode, text):
+    words = text.split(" ")
+    return [round(len(encode(text)) / len(words))] * len(words)
+""",
+    },
+    3: {
+        "shortest match first": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word) > max_chars:
+        return [unk]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(start + 1, len(word) + 1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+""",
+        "no '##' on continuation pieces": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word) > max_chars:
+        return [unk]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            if word[start:end] in vocab:
+                pieces.append(word[start:end])
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+""",
+        "only the unmatched rest becomes [UNK]": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word) > max_chars:
+        return [unk]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return pieces + [unk]
+    return pieces
+""",
+        "backtracks to find a segmentation": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word) > max_chars:
+        return [unk]
+    def search(start):
+        if start == len(word):
+            return []
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                rest = search(end)
+                if rest is not None:
+                    return [piece] + rest
+        return None
+    found = search(0)
+    return [unk] if found is None else found
+""",
+        "no length limit": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+""",
+        "borrowed: MiniLM's tokenizer": """
+from transformers import AutoTokenizer
+
+_bert = AutoTokenizer.from_pretrained(assets.minilm_dir())
+
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    return _bert.tokenize(word)
+""",
+        "borrowed: the tokenizers library's WordPiece model": """
+from tokenizers import Tokenizer
+from tokenizers.models import WordPiece
+
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    model = WordPiece({piece: i for i, piece in enumerate(sorted(vocab) + [unk])}, unk_token=unk,
+                      max_input_chars_per_word=max_chars)
+    return Tokenizer(model).encode(word).tokens
+""",
+    },
+    4: {
+        "replays every merge in order": """
+def encode_chunk(chunk, merges, byte_ids):
+    ids = [byte_ids[b] for b in chunk.encode("utf-8")]
+    for pair, new_id in sorted(merges.items(), key=lambda item: item[1]):
+        merged, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                merged.append(new_id)
+                i += 2
+            else:
+                merged.append(ids[i])
+                i += 1
+        ids = merged
+    return ids
+""",
+        "merges the leftmost mergeable pair first": """
+def encode_chunk(chunk, merges, byte_ids):
+    ids = [byte_ids[b] for b in chunk.encode("utf-8")]
+    while True:
+        for i in range(len(ids) - 1):
+            if (ids[i], ids[i + 1]) in merges:
+                ids = ids[:i] + [merges[ids[i], ids[i + 1]]] + ids[i + 2:]
+                break
+        else:
+            return ids
+""",
+        "merges the most frequent pair of the chunk first": """
+def encode_chunk(chunk, merges, byte_ids):
+    ids = [byte_ids[b] for b in chunk.encode("utf-8")]
+    while True:
+        counts = {}
+        for pair in zip(ids, ids[1:]):
+            if pair in merges:
+                counts[pair] = counts.get(pair, 0) + 1
+        if not counts:
+            return ids
+        pair = min(counts, key=lambda p: (-counts[p], p))
+        new_id, merged, i = merges[pair], [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                merged.append(new_id)
+                i += 2
+            else:
+                merged.append(ids[i])
+                i += 1
+        ids = merged
+""",
+        "raw bytes instead of GPT-2's byte ids": """
+def encode_chunk(chunk, merges, byte_ids):
+    ids = list(chunk.encode("utf-8"))
+    while len(ids) >= 2:
+        learned = [(merges[pair], pair) for pair in zip(ids, ids[1:]) if pair in merges]
+        if not learned:
+            break
+        new_id, pair = min(learned)
+        merged, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                merged.append(new_id)
+                i += 2
+            else:
+                merged.append(ids[i])
+                i += 1
+        ids = merged
+    return ids
+""",
+        "borrowed: scratch's BPETokenizer": """
+def encode_chunk(chunk, merges, byte_ids):
+    return gpt2.encode(chunk)
+""",
+    },
+    5: {
+        "the best segmentation only (Viterbi), no average": """
+def expected_piece_counts(word, probs, longest):
+    L = len(word)
+    best, start_of_last = [1.0] + [0.0] * L, [0] * (L + 1)
+    for j in range(1, L + 1):
+        for i in range(max(0, j - longest), j):
+            if word[i:j] in probs and best[i] * probs[word[i:j]] > best[j]:
+                best[j], start_of_last[j] = best[i] * probs[word[i:j]], i
+    counts, j = {}, L
+    while j > 0:
+        i = start_of_last[j]
+        counts[word[i:j]] = counts.get(word[i:j], 0.0) + 1.0
+        j = i
+    return counts
+""",
+        "not normalised by the total probability": """
+def expected_piece_counts(word, probs, longest):
+    L = len(word)
+    spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j)
+             if word[i:j] in probs]
+    alpha = [1.0] + [0.0] * L
+    for i, j, p in spans:
+        alpha[j] += alpha[i] * p
+    beta = [0.0] * L + [1.0]
+    for i, j, p in sorted(spans, key=lambda span: -span[0]):
+        beta[i] += p * beta[j]
+    counts = {}
+    for i, j, p in spans:
+        counts[word[i:j]] = counts.get(word[i:j], 0.0) + alpha[i] * p * beta[j]
+    return counts
+""",
+        "forward only, no backward": """
+def expected_piece_counts(word, probs, longest):
+    L = len(word)
+    spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j)
+             if word[i:j] in probs]
+    alpha = [1.0] + [0.0] * L
+    for i, j, p in spans:
+        alpha[j] += alpha[i] * p
+    counts = {}
+    for i, j, p in spans:
+        counts[word[i:j]] = counts.get(word[i:j], 0.0) + alpha[i] * p / alpha[L]
+    return counts
+""",
+        "enumerates every segmentation": """
+import itertools
+
+def expected_piece_counts(word, probs, longest):
+    weights = {}
+    for cuts in itertools.product([False, True], repeat=len(word) - 1):
+        pieces, start = [], 0
+        for position, cut in enumerate(cuts, start=1):
+            if cut:
+                pieces.append(word[start:position])
+                start = position
+        pieces.append(word[start:])
+        if all(len(piece) <= longest and piece in probs for piece in pieces):
+            weight = 1.0
+            for piece in pieces:
+                weight *= probs[piece]
+            weights[tuple(pieces)] = weight
+    total, counts = sum(weights.values()), {}
+    for pieces, weight in weights.items():
+        for piece in pieces:
+            counts[piece] = counts.get(piece, 0.0) + weight / total
+    return counts
+""",
+        "counts each piece once per word, not per occurrence": """
+def expected_piece_counts(word, probs, longest):
+    L = len(word)
+    spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j)
+             if word[i:j] in probs]
+    alpha = [1.0] + [0.0] * L
+    for i, j, p in spans:
+        alpha[j] += alpha[i] * p
+    beta = [0.0] * L + [1.0]
+    for i, j, p in sorted(spans, key=lambda span: -span[0]):
+        beta[i] += p * beta[j]
+    counts = {}
+    for i, j, p in spans:
+        counts[word[i:j]] = max(counts.get(word[i:j], 0.0), alpha[i] * p * beta[j] / alpha[L])
+    return counts
+""",
+    },
+}
