@@ -234,15 +234,7 @@ class DecoderBlock(nn.Module):
     """
 
     def __init__(
-        self,
-        d_model: int,
-        h: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        eps: float = 1e-5,
-        bias: bool = True,
+        self, d_model: int, h: int, d_ff: int, dropout=0.1, activation="relu", norm_first=False, eps=1e-5, bias=True
     ):
         super().__init__()
         self.norm_first = norm_first

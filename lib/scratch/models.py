@@ -414,13 +414,7 @@ class BERT(nn.Module):
             weights.append(w)
         return (states, weights) if need_weights else states
 
-    def forward(
-        self,
-        ids: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        need_weights: bool = False,
-    ):
+    def forward(self, ids: torch.Tensor, token_type_ids=None, attention_mask=None, need_weights: bool = False):
         """ids: (batch, T) -> hidden states (batch, T, d_model) of the last layer.
 
         token_type_ids: (batch, T), 0 for sentence A and 1 for sentence B (default all 0).

@@ -59,18 +59,11 @@ def from_hf_gpt2(hf_model) -> GPT:
         raise ValueError(f"unsupported GPT-2 activation {c.activation_function!r}")
     if not c.scale_attn_weights or c.scale_attn_by_inverse_layer_idx:
         raise ValueError("only GPT-2's standard 1/sqrt(d_k) attention scaling is supported")
+    sizes = dict(vocab_size=c.vocab_size, max_len=c.n_positions, d_model=c.n_embd, h=c.n_head, N=c.n_layer)
+    options = dict(eps=c.layer_norm_epsilon, dropout=c.resid_pdrop, tie_embeddings=_tied(hf_model))
     model = GPT(
         GPTConfig.gpt2(
-            vocab_size=c.vocab_size,
-            max_len=c.n_positions,
-            d_model=c.n_embd,
-            h=c.n_head,
-            N=c.n_layer,
-            d_ff=c.n_inner or 4 * c.n_embd,
-            dropout=c.resid_pdrop,
-            eps=c.layer_norm_epsilon,
-            activation=ACTIVATIONS[c.activation_function],
-            tie_embeddings=_tied(hf_model),
+            **sizes, d_ff=c.n_inner or 4 * c.n_embd, activation=ACTIVATIONS[c.activation_function], **options
         )
     )
     gpt2 = getattr(hf_model, "transformer", hf_model)  # GPT2LMHeadModel wraps a GPT2Model
@@ -123,22 +116,15 @@ def from_hf_llama(hf_model) -> GPT:
     rope = getattr(c, "rope_parameters", None) or {}
     if rope.get("rope_type", "default") != "default":
         raise ValueError(f"only plain RoPE is supported, got rope_type {rope['rope_type']!r}")
-    model = GPT(
-        GPTConfig.llama(
-            vocab_size=c.vocab_size,
-            max_len=c.max_position_embeddings,
-            d_model=c.hidden_size,
-            h=c.num_attention_heads,
-            N=c.num_hidden_layers,
-            d_ff=c.intermediate_size,
-            n_kv_heads=c.num_key_value_heads,
-            eps=c.rms_norm_eps,
-            dropout=c.attention_dropout,
-            rope_base=rope.get("rope_theta", getattr(c, "rope_theta", 10000.0)),
-            bias=bool(c.attention_bias),
-            tie_embeddings=_tied(hf_model),
-        )
+    sizes = dict(
+        vocab_size=c.vocab_size, max_len=c.max_position_embeddings, d_model=c.hidden_size, N=c.num_hidden_layers
     )
+    heads = dict(h=c.num_attention_heads, n_kv_heads=c.num_key_value_heads, d_ff=c.intermediate_size)
+    options = dict(
+        eps=c.rms_norm_eps, dropout=c.attention_dropout, bias=bool(c.attention_bias), tie_embeddings=_tied(hf_model)
+    )
+    rope_base = rope.get("rope_theta", getattr(c, "rope_theta", 10000.0))
+    model = GPT(GPTConfig.llama(**sizes, **heads, **options, rope_base=rope_base))
     llama = getattr(hf_model, "model", hf_model)  # LlamaForCausalLM wraps a LlamaModel
     model.to(llama.embed_tokens.weight.dtype)
     pairs = [(model.tok_embed, llama.embed_tokens), (model.norm, llama.norm)]
