@@ -7,13 +7,17 @@ from scratch.tasks import (
     ENGLISH_TOKENS,
     GERMAN_TOKENS,
     MAX_NUMBER,
+    ONE_WORD_NUMBERS,
     CharDataset,
     Vocabulary,
+    accuracy_by_length,
     english_number,
     english_tokens,
     german_number,
     german_tokens,
+    is_held_out,
     moby_dick_dataset,
+    number_length,
     number_translation_dataset,
 )
 
@@ -94,29 +98,63 @@ def test_vocabulary():
 
 
 def test_number_translation_dataset():
-    data = number_translation_dataset(seed=1, n_train=300, n_val=100, max_number=999)
-    assert len(data.train_numbers) == 300 and len(data.val_numbers) == 100
+    data = number_translation_dataset(seed=1, n_train=300, n_val=50, max_number=999)
+    assert len(data.train_numbers) == 300 and len(data.val_numbers) == 50
     assert not set(data.train_numbers) & set(data.val_numbers)  # held out
-    assert data.train_src.shape[0] == 300 and data.val_tgt.shape[0] == 100
+    assert data.train_src.shape[0] == 300 and data.val_tgt.shape[0] == 50
     assert data.train_src.shape[1] == data.val_src.shape[1] and data.train_tgt.dtype == torch.long
     for i in (0, 57, 299):
         n = data.train_numbers[i]
         assert data.english(data.train_src[i]) == english_number(n)
         assert data.german(data.train_tgt[i]) == german_number(n)
         assert data.train_tgt[i, 0] == data.tgt_vocab.bos_id
-    again = number_translation_dataset(seed=1, n_train=300, n_val=100, max_number=999)
+    again = number_translation_dataset(seed=1, n_train=300, n_val=50, max_number=999)
     assert again.train_numbers == data.train_numbers and torch.equal(again.val_tgt, data.val_tgt)
-    assert (
-        number_translation_dataset(seed=2, n_train=300, n_val=100, max_number=999).train_numbers != data.train_numbers
-    )
+    assert number_translation_dataset(seed=2, n_train=300, n_val=50, max_number=999).train_numbers != data.train_numbers
     src, tgt_in, tgt_out = data.get_batch("val", 16, torch.Generator().manual_seed(0))
     assert src.shape == (16, data.val_src.shape[1]) and tgt_in.shape == tgt_out.shape
     assert (tgt_in[:, 0] == data.tgt_vocab.bos_id).all()
     assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])  # shifted by one: teacher forcing
+    with pytest.raises(ValueError, match="n_val <= 83"):  # 83 held-out numbers below 1000
+        number_translation_dataset(n_train=900, n_val=84, max_number=999)
     with pytest.raises(ValueError, match="n_train \\+ n_val <= 1000"):
-        number_translation_dataset(n_train=900, n_val=101, max_number=999)
+        number_translation_dataset(n_train=900, n_val=101, max_number=999, draw="uniform")
+    with pytest.raises(ValueError, match="draw must be one of 'by-length', 'uniform'"):
+        number_translation_dataset(draw="natural")
     with pytest.raises(ValueError, match="unknown split 'test'; choose one of train, val"):
         data.get_batch("test")
+
+
+def test_every_number_length_is_equally_common_in_training():
+    data = number_translation_dataset(seed=0, n_train=20000, n_val=2000)  # lecture 6's data
+    lengths = [number_length(n) for n in data.train_numbers]
+    for digits in range(1, 6):
+        assert abs(lengths.count(digits) / len(lengths) - 0.2) < 0.015  # 4,000 +- 3 sigma
+    assert set(ONE_WORD_NUMBERS) - {6, 40} <= set(data.train_numbers)  # 6 and 40 are held out
+    assert not any(is_held_out(str(n)) for n in data.train_numbers)
+    assert all(is_held_out(str(n)) for n in data.val_numbers)
+    assert len(set(data.val_numbers)) == 2000  # distinct held-out numbers
+    val_lengths = accuracy_by_length(data.val_numbers, [True] * 2000)
+    assert {d: t for d, (_, t) in val_lengths.items() if d <= 3} == {1: 1, 2: 8, 3: 74}  # all there are
+    assert val_lengths[4][1] > 800 and val_lengths[5][1] > 800
+    # the old data: every number equally likely, so short numbers are nearly absent
+    uniform = number_translation_dataset(seed=0, draw="uniform")
+    assert sum(n < 100 for n in uniform.train_numbers) < 40 and len(set(uniform.train_numbers)) == 20000
+
+
+def test_one_word_numbers_and_lengths():
+    assert ONE_WORD_NUMBERS == [*range(21), 30, 40, 50, 60, 70, 80, 90]
+    assert [english_number(n) for n in ONE_WORD_NUMBERS[-3:]] == ["seventy", "eighty", "ninety"]
+    assert [number_length(n) for n in (0, 9, 10, 99999, 100000)] == [1, 1, 2, 5, 6]
+
+
+def test_accuracy_by_length():
+    assert accuracy_by_length([6, 23, 45, 100], [True, False, True, True]) == {1: (1, 1), 2: (1, 2), 3: (1, 1)}
+    assert list(accuracy_by_length([1000, 5], [0, 1])) == [1, 4]  # ascending by length
+    with pytest.raises(ValueError, match="as many numbers as verdicts"):
+        accuracy_by_length([1, 2], [True])
+    with pytest.raises(ValueError, match="as many numbers as verdicts"):
+        accuracy_by_length([], [])
 
 
 def test_bad_numbers():
@@ -158,9 +196,12 @@ def test_moby_dick_dataset():
 import random  # noqa: E402
 
 from scratch.tasks import (  # noqa: E402
+    CLASSIFY,
+    T5_TASKS,
     TEXT_TO_TEXT_TASKS,
+    email_text,
     exact_match,
-    is_held_out,
+    spam_examples,
     task_of,
     task_prefix,
     text_to_text_dataset,
@@ -250,3 +291,26 @@ def test_text_to_text_bad_input():
         exact_match(["a"], ["a", "b"])
     with pytest.raises(ValueError, match="as many predictions as targets"):
         exact_match([], [])
+
+
+# ---------------------------------------------------------------- classification as text (lecture 9)
+
+
+def test_email_text():
+    email = {"subject": "Cheap  <b>pills</b>", "text": "<html><body>Buy\n\nnow!</body></html>  " + "x" * 400}
+    assert email_text(email, None) == "Cheap pills Buy now! " + "x" * 400
+    assert email_text(email) == email_text(email, None)[:300]
+
+
+def test_classify_examples():
+    train, val = spam_examples("train"), spam_examples("val")
+    assert (len(train), len(val)) == (5438, 608)  # 6,046 e-mails
+    assert {label for _, label in train + val} == {"spam", "ham"}
+    assert 0.28 < sum(label == "spam" for _, label in val) / len(val) < 0.36
+    assert not {t for t, _ in train} & {t for t, _ in val}  # held out by a hash of the text
+    assert all(is_held_out(t) for t, _ in val) and all(len(t) <= 300 for t, _ in train)
+    source, target = text_to_text_example(CLASSIFY, random.Random(0), "val")
+    assert task_of(source) == CLASSIFY and source.removeprefix("classify: ") in {t for t, _ in val}
+    assert target in ("spam", "ham") and T5_TASKS == (*TEXT_TO_TEXT_TASKS, "classify")
+    pairs = text_to_text_dataset(3, "val", seed=0, tasks=T5_TASKS)
+    assert [task_of(s) for s, _ in pairs] == [t for t in T5_TASKS for _ in range(3)]

@@ -6,7 +6,9 @@
     blocks         LayerNorm, RMSNorm, feed-forward (MLP, SwiGLU), encoder and decoder blocks (lecture 5)
     models         Transformer (encoder-decoder), GPTConfig and GPT (decoder-only), BERT (lectures 6-8)
     training       the training loop every lecture that trains uses; eval_mode; the learning-rate schedule
-    tasks          toy data: numbers English -> German, characters of Moby-Dick; T5's text-to-text tasks (lecture 9)
+    tasks          toy data: numbers English -> German, characters of Moby-Dick; T5's text-to-text tasks, e-mails
+                   classified as text (lecture 9)
+    span_corruption  T5's pre-training objective: noise spans -> sentinels; the shifted decoder input (lecture 9)
     mlm            masked-LM pre-training: the 80/10/10 masking rule, fill-mask accuracy (lecture 7)
     sampling       greedy, beam search, top-k, top-p, temperature; the KV cache (lecture 10)
     pretrained     Hugging Face weights in the course's models (GPT-2, Llama/SmolLM2, BERT/MiniLM), the course's

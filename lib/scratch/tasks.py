@@ -3,9 +3,12 @@
     english_number, german_number   n in 0..999999 written out: "twenty-three", "dreiundzwanzig"
     english_tokens, german_tokens   the same as tokens: English words (and "-"), German morphemes
     Vocabulary                      token <-> id, with <pad> = 0, <bos> = 1, <eos> = 2
-    number_translation_dataset      English -> German number words as padded id tensors, train/val disjoint
+    number_translation_dataset      English -> German number words as padded id tensors, train/val disjoint,
+                                    every length (1..5 digits) equally common
+    accuracy_by_length              exact-match counts split by the number of digits
     CharDataset, moby_dick_dataset  a text as characters, a train/val split, random (x, y) windows
-    text_to_text_example/_dataset   prefixed string -> string tasks for T5 (lecture 9): translate, reverse, sort
+    text_to_text_example/_dataset   prefixed string -> string tasks for T5 (lecture 9): translate, reverse, sort,
+                                    and classify (e-mails as spam / ham: classification as text)
     text_to_text_generate           greedy answers of an encoder-decoder such as T5 (scratch.sampling's loop)
 
 Every data set has two splits, "train" and "val" (held out: never trained on, measured on).
@@ -20,7 +23,9 @@ German is tokenised into morphemes, so the German word is exactly the concatenat
 
 from __future__ import annotations
 
+import functools
 import random
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -251,39 +256,105 @@ class NumberTranslation:
         return german_from_tokens(self.tgt_vocab.decode(tgt_ids))
 
 
-def number_translation_dataset(
-    seed: int = 0, n_train: int = 20000, n_val: int = 2000, max_number: int = 99999
-) -> NumberTranslation:
-    """Draw n_train + n_val distinct numbers from 0..max_number (a permutation seeded by `seed`): the first
-    n_train for training, the rest held out (val), so no held-out number is ever seen in training.
+NUMBER_DRAWS = ("by-length", "uniform")
+# Numbers whose English name is a single word: zero..twenty and the tens thirty..ninety (28 numbers).
+ONE_WORD_NUMBERS = [n for n in range(100) if len(english_tokens(n)) == 1]
 
-    Learnable on a CPU: Transformer(d_model=64, h=4, N=2, d_ff=256) trained 600 steps of 64 pairs
-    (lr 1e-3, warm-up 30) translates 99.9 % of the 2000 held-out numbers exactly (the defaults, seed 0).
+
+def number_length(n: int) -> int:
+    """The number of decimal digits: 7 -> 1, 23456 -> 5 (0 has one digit)."""
+    return len(str(_check_number(n)))
+
+
+def _numbers_of_length(digits: int, max_number: int) -> range:
+    return range(0 if digits == 1 else 10 ** (digits - 1), min(10**digits - 1, max_number) + 1)
+
+
+def number_translation_dataset(
+    seed: int = 0, n_train: int = 20000, n_val: int = 2000, max_number: int = 99999, draw: str = "by-length"
+) -> NumberTranslation:
+    """English -> German number words for training (n_train pairs) and held-out validation (n_val pairs).
+
+    draw="by-length" (the default): every length is equally common. A training number is drawn by picking its
+    number of digits uniformly from 1..len(str(max_number)), then a number of that length uniformly, so the ten
+    one-digit numbers are as frequent as all 90,000 five-digit ones together and repeat many times, while a long
+    number is rarely drawn twice. The held-out numbers are fixed by their text, as in lecture 9: n is held out
+    if crc32(str(n)) is 0 mod 10 (`is_held_out`), and never drawn for training. The val split is n_val
+    *distinct* held-out numbers drawn the same way, length by length; a length that runs out of held-out
+    numbers drops out (below 100,000 only one one-digit number, 6, and eight two-digit numbers are held out).
+
+    draw="uniform": every number equally likely, n_train + n_val distinct numbers from a permutation (the first
+    n_train train, the rest val). Numbers below 1,000 are then 1 % of the data and one-word numbers
+    ("nine", "twenty") about 0.03 %, so a model trained on it may never see one.
+
+    Learnable on a CPU (lecture 6; measured by tools/number_lengths.py): Transformer(d_model=64, h=4, N=2,
+    d_ff=256) trained 600 steps of 64 pairs (lr 1e-3, warm-up 30, seed 0) on the default data translates 1,999
+    of its 2,000 held-out numbers and all 28 one-word numbers exactly; trained on draw="uniform" it gets 1,998
+    of that data's 2,000 held-out numbers (nearly all five-digit) but none of the one-word numbers.
     """
     max_number = _check_number(max_number)
     n_train, n_val = validate.integer(n_train, "n_train"), validate.integer(n_val, "n_val", minimum=0)
-    if n_train + n_val > max_number + 1:
-        raise ValueError(
-            f"need n_train + n_val <= {max_number + 1} (the numbers 0..{max_number}), got "
-            f"n_train={n_train}, n_val={n_val}"
-        )
-    order = torch.randperm(max_number + 1, generator=torch.Generator().manual_seed(seed)).tolist()
-    numbers = order[: n_train + n_val]
+    if draw not in NUMBER_DRAWS:
+        raise ValueError(f"draw must be one of {', '.join(map(repr, NUMBER_DRAWS))}, got {draw!r}")
+    if draw == "uniform":
+        if n_train + n_val > max_number + 1:
+            raise ValueError(
+                f"need n_train + n_val <= {max_number + 1} (the numbers 0..{max_number}), got "
+                f"n_train={n_train}, n_val={n_val}"
+            )
+        order = torch.randperm(max_number + 1, generator=torch.Generator().manual_seed(seed)).tolist()
+        train_numbers, val_numbers = order[:n_train], order[n_train : n_train + n_val]
+    else:
+        train_numbers, val_numbers = _draw_numbers_by_length(seed, n_train, n_val, max_number)
+    numbers = train_numbers + val_numbers
     src_vocab, tgt_vocab = Vocabulary(ENGLISH_TOKENS), Vocabulary(GERMAN_TOKENS)
     src = _pad([src_vocab.encode(english_tokens(n)) for n in numbers], src_vocab.pad_id)
     tgt = _pad(
         [[tgt_vocab.bos_id, *tgt_vocab.encode(german_tokens(n)), tgt_vocab.eos_id] for n in numbers], tgt_vocab.pad_id
     )
     return NumberTranslation(
-        src_vocab,
-        tgt_vocab,
-        numbers[:n_train],
-        numbers[n_train:],
-        src[:n_train],
-        tgt[:n_train],
-        src[n_train:],
-        tgt[n_train:],
+        src_vocab, tgt_vocab, train_numbers, val_numbers, src[:n_train], tgt[:n_train], src[n_train:], tgt[n_train:]
     )
+
+
+def _draw_numbers_by_length(seed: int, n_train: int, n_val: int, max_number: int) -> tuple[list[int], list[int]]:
+    rng = random.Random(seed)
+    lengths = range(1, len(str(max_number)) + 1)
+    held_out = {d: [n for n in _numbers_of_length(d, max_number) if is_held_out(str(n))] for d in lengths}
+    if n_val > sum(map(len, held_out.values())):
+        raise ValueError(
+            f"need n_val <= {sum(map(len, held_out.values()))}, the held-out numbers in "
+            f"0..{max_number}, got n_val={n_val}"
+        )
+    train = []
+    while len(train) < n_train:  # 1 in 10 draws is held out and redrawn
+        numbers = _numbers_of_length(rng.choice(lengths), max_number)
+        n = numbers[rng.randrange(len(numbers))]
+        if not is_held_out(str(n)):
+            train.append(n)
+    for numbers in held_out.values():
+        rng.shuffle(numbers)
+    val = []
+    while len(val) < n_val:  # a length, then its next unused held-out number
+        d = rng.choice([d for d in lengths if held_out[d]])
+        val.append(held_out[d].pop())
+    return train, val
+
+
+def accuracy_by_length(numbers: list[int], correct: list[bool]) -> dict[int, tuple[int, int]]:
+    """Exact-match counts split by the number of digits: {digits: (correct, total)}, digits ascending.
+
+    numbers[i] is a translated number, correct[i] whether its translation was right, e.g.
+    accuracy_by_length([6, 23, 45], [True, False, True]) == {1: (1, 1), 2: (1, 2)}.
+    """
+    if len(numbers) != len(correct) or not numbers:
+        raise ValueError(f"need as many numbers as verdicts, and at least one; got {len(numbers)} and {len(correct)}")
+    counts: dict[int, list[int]] = {}
+    for n, ok in zip(numbers, correct):
+        tally = counts.setdefault(number_length(n), [0, 0])
+        tally[0] += bool(ok)
+        tally[1] += 1
+    return {d: (c, t) for d, (c, t) in sorted(counts.items())}
 
 
 # ---------------------------------------------------------------- character-level language modelling
@@ -349,18 +420,29 @@ def moby_dick_dataset(val_fraction: float = 0.1) -> CharDataset:
 #   "reverse: k d a x"                            ->  "x a d k"        (letters)
 #   "sort: 42 7 19"                               ->  "7 19 42"        (numbers 0..99, ascending)
 #
+# A fifth task is classification as text, T5's way: the answer is a word.
+#
+#   "classify: Have You Dreamed Of Your Own Home Based Business? ..."   ->  "spam"   (or "ham")
+#
+# its input the first 300 characters of an e-mail of the SpamAssassin corpus (subject and body, HTML tags
+# and line breaks removed; an npm asset, see scratch.assets.spam_emails).
+#
 # Held-out inputs are fixed by a hash of their content, not by a seed: a number (in either translation
-# direction) or a letter sequence is held out if crc32 of its text is 0 mod 10; a sort input if crc32 of its
-# numbers *in sorted order* is, so no permutation of a held-out input is ever trained on.
+# direction), a letter sequence or an e-mail text is held out if crc32 of its text is 0 mod 10; a sort input
+# if crc32 of its numbers *in sorted order* is, so no permutation of a held-out input is ever trained on.
 
 TEXT_TO_TEXT_TASKS = ("translate English to German", "translate German to English", "reverse", "sort")
+CLASSIFY = "classify"
+T5_TASKS = (*TEXT_TO_TEXT_TASKS, CLASSIFY)  # the tasks of the course's tiny T5
+SPAM_LABELS = ("ham", "spam")  # the target words, by label 0 / 1
+EMAIL_CHARS = 300  # characters of an e-mail a classify input keeps
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 HELD_OUT_MODULUS = 10  # 1 in 10 inputs is held out
 
 
 def _check_task(task: str) -> str:
-    if task not in TEXT_TO_TEXT_TASKS:
-        raise ValueError(f"unknown task {task!r}; known tasks: {', '.join(map(repr, TEXT_TO_TEXT_TASKS))}")
+    if task not in T5_TASKS:
+        raise ValueError(f"unknown task {task!r}; known tasks: {', '.join(map(repr, T5_TASKS))}")
     return task
 
 
@@ -376,12 +458,39 @@ def task_prefix(task: str) -> str:
 
 def task_of(source: str) -> str:
     """The task a prefixed source names: "sort: 3 1" -> "sort"; ValueError if it names none."""
-    for task in TEXT_TO_TEXT_TASKS:
+    for task in T5_TASKS:
         if source.startswith(task + ": "):
             return task
     raise ValueError(
-        f"{source[:40]!r} starts with no known task prefix ({', '.join(repr(t + ': ') for t in TEXT_TO_TEXT_TASKS)})"
+        f"{source[:40]!r} starts with no known task prefix ({', '.join(repr(t + ': ') for t in T5_TASKS)})"
     )
+
+
+def email_text(email: dict, max_chars: int | None = EMAIL_CHARS) -> str:
+    """An e-mail as one line of text: subject and body, HTML tags dropped, whitespace collapsed, cut to
+    max_chars characters (None: all of it). `email` is a dict of scratch.assets.spam_emails()."""
+    text = re.sub(r"<[^>]*>", " ", f"{email['subject']} {email['text']}")
+    text = " ".join(text.split())
+    return text if max_chars is None else text[:max_chars]
+
+
+@functools.lru_cache(maxsize=1)
+def _spam_examples() -> dict[str, list[tuple[str, str]]]:
+    """(text, "spam" / "ham") of every e-mail, by split (held out: crc32 of the text is 0 mod 10)."""
+    splits: dict[str, list[tuple[str, str]]] = {"train": [], "val": []}
+    for email in assets.spam_emails():
+        text = email_text(email)
+        splits["val" if is_held_out(text) else "train"].append((text, SPAM_LABELS[email["label"]]))
+    return splits
+
+
+def spam_examples(split: str = "train") -> list[tuple[str, str]]:
+    """The classify task's e-mails of a split, as (text, label word), in the corpus's fixed order.
+
+    5,438 train and 608 held-out e-mails (31 % and 32 % spam). (Loading the corpus takes a few seconds
+    the first time.) Identical texts fall in the same split, since the split is a hash of the text.
+    """
+    return list(_spam_examples()[validate.choice(split, "split", SPLITS)])
 
 
 def text_to_text_example(
@@ -390,13 +499,17 @@ def text_to_text_example(
     """One (source, target) pair of a task, source = prefix + input, drawn with `rng` from `split`.
 
     Translations use numbers 0..max_number, the number of digits uniform (short numbers are as common as
-    long ones); "reverse" 3..8 lowercase letters; "sort" 3..7 numbers 0..99.
+    long ones); "reverse" 3..8 lowercase letters; "sort" 3..7 numbers 0..99; "classify" an e-mail of the split,
+    each equally likely.
     """
     _check_task(task)
     validate.choice(split, "split", SPLITS)
     max_number = _check_number(max_number)
     if not isinstance(rng, random.Random):
         raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
+    if task == CLASSIFY:
+        text, label = rng.choice(_spam_examples()[split])
+        return task_prefix(task) + text, label
     want_held_out = split == "val"
     while True:  # draw until the input falls in the wanted split (1 in 10 for val: a few draws)
         if task.startswith("translate"):

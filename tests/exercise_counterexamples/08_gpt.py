@@ -1,0 +1,239 @@
+"""Known-wrong and borrowed solutions to lecture 8's exercises: each must fail its check with a hint
+(tests/test_exercises.py). Each value is the source of a whole solution cell."""
+
+_TEMPLATE_OK = """
+def chat_prompt(messages, add_generation_prompt=True):
+    default_system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    if messages and messages[0]["role"] != "system":
+        messages = [{"role": "system", "content": default_system}] + list(messages)
+    text = "".join(f"<|im_start|>{m['role']}\\n{m['content']}<|im_end|>\\n" for m in messages)
+    if add_generation_prompt:
+        text += "<|im_start|>assistant\\n"
+    return text
+"""
+
+_INDUCTION_OK = """
+def induction_scores(attentions, ids):
+    queries, keys, last_seen = [], [], {}
+    for t, token in enumerate(ids.tolist()):
+        if token in last_seen:
+            queries.append(t)
+            keys.append(last_seen[token] + 1)
+        last_seen[token] = t
+    return attentions[..., queries, keys].mean(dim=-1)
+"""
+
+_LENS_OK = """
+def logit_lens(model, ids):
+    with torch.no_grad():
+        hidden = model(ids, output_hidden_states=True).hidden_states
+        normed = [model.model.norm(h[0]) for h in hidden[:-1]] + [hidden[-1][0]]
+        return torch.stack(normed) @ model.model.embed_tokens.weight.T
+
+
+def settled_layer(lens):
+    top = lens.argmax(dim=-1)
+    stays = (top == top[-1]).long().flip(0).cumprod(dim=0).flip(0)
+    return lens.shape[0] - stays.sum(dim=0)
+"""
+
+_COUNT_OK = """
+def llama_parameter_count(config):
+    V, d, N = config.vocab_size, config.hidden_size, config.num_hidden_layers
+    h, n_kv, d_ff = config.num_attention_heads, config.num_key_value_heads, config.intermediate_size
+    d_k = d // h
+    attention = d * h * d_k + 2 * d * n_kv * d_k + h * d_k * d
+    head = 0 if config.tie_word_embeddings else V * d
+    return V * d + N * (attention + 3 * d * d_ff + 2 * d) + d + head
+"""
+
+_LAYER_OK = """
+def decoder_layer_by_hand(layer, x, config):
+    T, d_model = x.shape
+    h, n_kv = config.num_attention_heads, config.num_key_value_heads
+    d_k, eps = d_model // h, config.rms_norm_eps
+
+    def rms_norm(z, gain):
+        return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
+
+    theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    cos, sin = angles.cos(), angles.sin()
+
+    def rotate(z):
+        first, second = z[..., :d_k // 2], z[..., d_k // 2:]
+        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
+
+    attention = layer.self_attn
+    z = rms_norm(x, layer.input_layernorm.weight)
+    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q, k = rotate(q), rotate(k)
+    k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    a = x + (weights @ v).transpose(0, 1).reshape(T, d_model) @ attention.o_proj.weight.T
+    mlp = layer.mlp
+    z = rms_norm(a, layer.post_attention_layernorm.weight)
+    gate = z @ mlp.gate_proj.weight.T
+    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T
+"""
+
+
+def _variant(source, old, new):
+    """The correct solution with one mistake put in (the text replaced must be there)."""
+    assert old in source, old
+    return source.replace(old, new)
+
+
+WRONG_SOLUTIONS = {
+    1: {
+        "borrowed: apply_chat_template": """
+def chat_prompt(messages, add_generation_prompt=True):
+    return smollm2_tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
+                                                 tokenize=False)
+""",
+        "borrowed: the tokenizer's Jinja template rendered with jinja2": """
+import jinja2
+
+def chat_prompt(messages, add_generation_prompt=True):
+    return jinja2.Template(smollm2_tokenizer.chat_template).render(messages=messages,
+                                                                   add_generation_prompt=add_generation_prompt)
+""",
+        "no default system message": _variant(
+            _TEMPLATE_OK, 'if messages and messages[0]["role"] != "system":', "if False:"
+        ),
+        "the default system message even before the conversation's own": _variant(
+            _TEMPLATE_OK, 'if messages and messages[0]["role"] != "system":', "if messages:"
+        ),
+        "no newline after <|im_end|>": _variant(_TEMPLATE_OK, "<|im_end|>\\n", "<|im_end|>"),
+        "the generation prompt without its newline": _variant(
+            _TEMPLATE_OK, '"<|im_start|>assistant\\n"', '"<|im_start|>assistant"'
+        ),
+        "the generation prompt added even when not asked for": _variant(
+            _TEMPLATE_OK, "if add_generation_prompt:", "if True:"
+        ),
+    },
+    2: {
+        "the earlier occurrence itself (a duplicate-token head), not the token after it": _variant(
+            _INDUCTION_OK, "keys.append(last_seen[token] + 1)", "keys.append(last_seen[token])"
+        ),
+        "the first earlier occurrence instead of the most recent": _variant(
+            _INDUCTION_OK, "        last_seen[token] = t", "        last_seen.setdefault(token, t)"
+        ),
+        "new tokens counted with weight 0": """
+def induction_scores(attentions, ids):
+    total, last_seen = torch.zeros(attentions.shape[:2]), {}
+    for t, token in enumerate(ids.tolist()):
+        if token in last_seen:
+            total += attentions[..., t, last_seen[token] + 1]
+        last_seen[token] = t
+    return total / len(ids)
+""",
+        "assumes the second half repeats the first": """
+def induction_scores(attentions, ids):
+    n = len(ids) // 2
+    t = torch.arange(n, 2 * n)
+    return attentions[..., t, t - n + 1].mean(dim=-1)
+""",
+        "query and key swapped": _variant(
+            _INDUCTION_OK, "attentions[..., queries, keys]", "attentions[..., keys, queries]"
+        ),
+    },
+    3: {
+        "hidden_states as they come: the last one normalised twice": _variant(
+            _LENS_OK,
+            "[model.model.norm(h[0]) for h in hidden[:-1]] + [hidden[-1][0]]",
+            "[model.model.norm(h[0]) for h in hidden]",
+        ),
+        "no final norm on the intermediate layers": _variant(
+            _LENS_OK, "[model.model.norm(h[0]) for h in hidden[:-1]]", "[h[0] for h in hidden[:-1]]"
+        ),
+        "RMSNorm without its gain": _variant(
+            _LENS_OK,
+            "[model.model.norm(h[0]) for h in hidden[:-1]]",
+            "[h[0] * torch.rsqrt(h[0].pow(2).mean(-1, keepdim=True) + model.config.rms_norm_eps) for h in hidden[:-1]]",
+        ),
+        "settled at the first layer that agrees, even if a later one disagrees": _variant(
+            _LENS_OK,
+            "stays = (top == top[-1]).long().flip(0).cumprod(dim=0).flip(0)\n"
+            "    return lens.shape[0] - stays.sum(dim=0)",
+            "return (top == top[-1]).long().argmax(dim=0)",
+        ),
+        "settled counted from the top token of layer 0 instead of the last": _variant(
+            _LENS_OK, "stays = (top == top[-1])", "stays = (top == top[0])"
+        ),
+    },
+    4: {
+        "borrowed: a model built on the meta device": """
+def llama_parameter_count(config):
+    with torch.device("meta"):
+        return sum(p.numel() for p in LlamaForCausalLM(config).parameters())
+""",
+        "borrowed: the loaded model's own count": """
+def llama_parameter_count(config):
+    return smollm2.num_parameters()
+""",
+        "W^K and W^V with h heads: grouped-query attention ignored": _variant(
+            _COUNT_OK, "2 * d * n_kv * d_k", "2 * d * h * d_k"
+        ),
+        "the LM head counted even when tied": _variant(
+            _COUNT_OK, "head = 0 if config.tie_word_embeddings else V * d", "head = V * d"
+        ),
+        "no final RMSNorm": _variant(_COUNT_OK, "+ d + head", "+ head"),
+        "one RMSNorm per layer": _variant(_COUNT_OK, "+ 2 * d)", "+ d)"),
+    },
+    5: {
+        "repeat instead of repeat_interleave: K/V heads dealt round-robin": _variant(
+            _LAYER_OK,
+            "k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)",
+            "k.repeat(h // n_kv, 1, 1), v.repeat(h // n_kv, 1, 1)",
+        ),
+        "rotary pairs (2j, 2j + 1) instead of (j, j + d_k/2)": _variant(
+            _LAYER_OK,
+            "first, second = z[..., :d_k // 2], z[..., d_k // 2:]\n"
+            "        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)",
+            "first, second = z[..., 0::2], z[..., 1::2]\n"
+            "        return torch.stack([first * cos - second * sin, second * cos + first * sin], dim=-1).flatten(-2)",
+        ),
+        "no causal mask": _variant(_LAYER_OK, 'scores.masked_fill(future, float("-inf"))', "scores"),
+        "scores divided by d_k instead of its square root": _variant(_LAYER_OK, "/ math.sqrt(d_k)", "/ d_k"),
+        "LayerNorm's mean subtracted in the RMSNorm": _variant(
+            _LAYER_OK,
+            "return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain",
+            "z = z - z.mean(dim=-1, keepdim=True)\n"
+            "        return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain",
+        ),
+        "SiLU on the up projection instead of the gate": _variant(
+            _LAYER_OK,
+            "(gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T))",
+            "(gate * (z @ mlp.up_proj.weight.T) * torch.sigmoid(z @ mlp.up_proj.weight.T))",
+        ),
+        "no residual around the feed-forward network": _variant(_LAYER_OK, "return a + (gate", "return (gate"),
+        "borrowed: the real layer called": """
+def decoder_layer_by_hand(layer, x, config):
+    rotary = smollm2.model.rotary_emb
+    positions = torch.arange(x.shape[0])[None]
+    T = x.shape[0]
+    mask = torch.zeros(1, 1, T, T).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    out = layer(x[None], attention_mask=mask, position_ids=positions,
+                position_embeddings=rotary(x[None], positions))
+    return (out[0] if isinstance(out, tuple) else out)[0]
+""",
+        "borrowed: scratch's RMSNorm and SwiGLU blocks": _variant(
+            _LAYER_OK,
+            "    mlp = layer.mlp\n    z = rms_norm(a, layer.post_attention_layernorm.weight)\n"
+            "    gate = z @ mlp.gate_proj.weight.T\n"
+            "    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T",
+            "    from scratch.blocks import RMSNorm, SwiGLUFeedForward\n"
+            "    norm = RMSNorm(d_model, eps)\n"
+            "    norm.weight.data.copy_(layer.post_attention_layernorm.weight)\n"
+            "    ffn = SwiGLUFeedForward(d_model, config.intermediate_size)\n"
+            "    for name in ('gate', 'up', 'down'):\n"
+            "        getattr(ffn, name).weight.data.copy_(getattr(layer.mlp, name + '_proj').weight)\n"
+            "    return a + ffn(norm(a))",
+        ),
+    },
+}
