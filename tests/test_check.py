@@ -72,7 +72,9 @@ def test_runs_as_a_module_and_finds_the_test_environment_ready():
     result = subprocess.run([sys.executable, "-m", "scratch.check"], capture_output=True, text=True)
     lines = [line for line in result.stdout.splitlines() if line.startswith(("OK", "FAIL"))]
     checkpoints = [p for p in assets.CHECKPOINT_DIR.iterdir() if p.is_dir()]
-    assert len(lines) == 1 + len(check.pinned_packages()) + len(assets.all_assets()) + len(checkpoints) + 2
+    # python, the lock against requirements.txt, each pin, the lock's other packages (one line), assets, checkpoints,
+    # the kernel, Chromium
+    assert len(lines) == 2 + len(check.pinned_packages()) + 1 + len(assets.all_assets()) + len(checkpoints) + 2
     assert lines[0].startswith("OK    python 3.11")
     assert [line for line in lines if line.startswith("FAIL") and "chromium" not in line] == []
     assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)

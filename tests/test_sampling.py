@@ -2,6 +2,8 @@
 greedy, beam search and sampling against transformers' `generate` (a tiny random GPT-2, a tiny random Llama and
 the real SmolLM2-135M-Instruct), the cache against recomputation, text measures, and bad input."""
 
+import itertools
+
 import pytest
 import torch
 from transformers.generation.logits_process import (
@@ -159,16 +161,18 @@ def test_beam_search_equals_transformers(tiny_gpt2, num_beams, with_eos):
 @pytest.mark.slow
 def test_beam_search_length_penalty_equals_transformers(tiny_gpt2, tiny_llama):
     """Finished hypotheses are ranked by score / length ** length_penalty: with an EOS that ends some early, every
-    penalty gives transformers' result (whose default early_stopping=False is the stopping rule used here)."""
+    penalty gives transformers' result, with either stopping rule (early_stopping=False, the default heuristic,
+    and "never", which searches until no running beam can win)."""
     for hf, ours in (tiny_gpt2, tiny_llama):
         for num_beams in (2, 4):
             eos = pick_eos(hf, num_beams, 10)  # ends a hypothesis early with the default options
-            for length_penalty in (1.0, 0.0, 2.0, -1.0):
-                expected = hf_generate(
-                    hf, PROMPT, 10, num_beams=num_beams, eos_token_id=eos, length_penalty=length_penalty
-                )
-                got = generate(ours, PROMPT, 10, "beam", num_beams=num_beams, eos_id=eos, length_penalty=length_penalty)
-                assert torch.equal(got, expected), (num_beams, length_penalty)
+            for length_penalty, early_stopping in itertools.product((1.0, 0.0, 2.0, -1.0), (False, "never")):
+                options = dict(num_beams=num_beams, length_penalty=length_penalty, early_stopping=early_stopping)
+                expected = hf_generate(hf, PROMPT, 10, eos_token_id=eos, **options)
+                got = generate(ours, PROMPT, 10, "beam", eos_id=eos, **options)
+                assert torch.equal(got, expected), (num_beams, length_penalty, early_stopping)
+    with pytest.raises(ValueError, match="early_stopping must be False or 'never'"):
+        generate(tiny_llama[1], PROMPT, 2, "beam", early_stopping=True)
 
 
 def test_beam_search_is_the_inline_search_without_eos(tiny_llama):

@@ -250,6 +250,7 @@ def generate(
     generator: torch.Generator | None = None,
     num_beams: int = 4,
     length_penalty: float = 1.0,
+    early_stopping: bool | str = False,
     eos_id: int | None = None,
     pad_id: int | None = None,
     use_cache: bool = True,
@@ -265,7 +266,9 @@ def generate(
         "beam"    beam search with num_beams beams (num_beams = 1 is greedy): the num_beams most probable partial
                   sequences are kept at every step; hypotheses that end with eos_id are set aside with their score
                   (the sum of log-probabilities) divided by length ** length_penalty, and the search stops early once
-                  no running beam can beat them. See _beam_search.
+                  no running beam can beat them (early_stopping=False: the best running beam, normalised by its
+                  current length, cannot beat the worst of num_beams finished ones; transformers' default) or runs
+                  until no beam is left or max_new_tokens is reached (early_stopping="never": exact). See _beam_search.
     eos_id: a row that emits it is finished; its later positions get pad_id (default eos_id), and generation
     stops early once every row has finished.
     use_cache: keep the keys and values of past positions (the KV cache), so every step runs only the new token
@@ -292,6 +295,8 @@ def generate(
         process_logits(torch.zeros(1), temperature, top_k, top_p)
     num_beams = validate.integer(num_beams, "num_beams (the beam width)")
     length_penalty = validate.real(length_penalty, "length_penalty")
+    if early_stopping not in (False, "never"):
+        raise ValueError(f"early_stopping must be False or 'never', got {early_stopping!r}")
     if eos_id is not None:
         eos_id = validate.token_id(eos_id, vocab_size or sys.maxsize, "eos_id")
     pad_id = eos_id if pad_id is None else validate.token_id(pad_id, vocab_size or sys.maxsize, "pad_id")
@@ -302,7 +307,13 @@ def generate(
         if strategy == "beam" and num_beams > 1:
             best = [
                 _beam_search(
-                    _Decoder(model, use_cache), prompt[None], max_new_tokens, num_beams, length_penalty, eos_id
+                    _Decoder(model, use_cache),
+                    prompt[None],
+                    max_new_tokens,
+                    num_beams,
+                    length_penalty,
+                    eos_id,
+                    early_stopping,
                 )
                 for prompt in input_ids
             ]
@@ -345,6 +356,7 @@ def _beam_search(
     num_beams: int,
     length_penalty: float,
     eos_id: int | None,
+    early_stopping: bool | str = False,
 ) -> torch.Tensor:
     """Beam search for one prompt (1, T), as lecture 10 derives it -> the best sequence (T + n,).
 
@@ -355,7 +367,8 @@ def _beam_search(
     sum log P / n ** length_penalty (n = its new tokens, EOS included; length_penalty > 0 favours longer
     sequences, < 0 shorter ones), and the num_beams best finished hypotheses are kept. The search stops once
     num_beams hypotheses are finished and the best running beam, normalised by its length, cannot beat the
-    worst of them. The result is the best finished hypothesis (with its EOS).
+    worst of them (early_stopping=False), or only when no beam runs any more (early_stopping="never"). The result
+    is the best finished hypothesis (with its EOS).
     Without ties between scores this is transformers' beam search (tests/test_sampling.py compares them).
     """
     beams, scores = prompt, torch.zeros(1, device=prompt.device)  # (beams, L), (beams,)
@@ -377,7 +390,9 @@ def _beam_search(
                 running.append(rank)
         finished = sorted(finished, key=lambda hypothesis: -hypothesis[0])[:num_beams]
         if not running or (
-            len(finished) == num_beams and top.values[running[0]].item() / length_norm <= finished[-1][0]
+            early_stopping is False
+            and len(finished) == num_beams
+            and top.values[running[0]].item() / length_norm <= finished[-1][0]
         ):
             break  # no running beam can win any more
         keep = torch.tensor(running, device=prompt.device)
