@@ -12,6 +12,7 @@ from scratch import assets
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.assets
 @pytest.mark.parametrize("key", assets.all_assets())
 def test_every_asset_is_present_and_verified(key):
     if key in assets.OPTIONAL_ASSETS and not assets.apt_available():
@@ -32,6 +33,7 @@ def test_assets_are_not_committed():
     assert "data/assets/" not in tracked and "data/cache/" not in tracked
 
 
+@pytest.mark.assets
 def test_moby_dick_is_the_whole_novel():
     chapters = assets.moby_dick_chapters()
     assert len(chapters) == 135
@@ -39,12 +41,15 @@ def test_moby_dick_is_the_whole_novel():
     assert len(assets.moby_dick_text()) > 1_000_000
 
 
+@pytest.mark.assets
 def test_gpt2_files_are_the_originals():
     encoder, merges = assets.gpt2_bpe_files()
     assert assets.sha256_of(encoder) == assets.GPT2_ENCODER_JSON_SHA256
     assert merges.read_text(encoding="utf-8").startswith("#version: 0.2")
 
 
+@pytest.mark.assets
+@pytest.mark.slow
 def test_smollm2_cache_loads_offline():
     from transformers import AutoConfig
 
@@ -97,6 +102,7 @@ def test_unknown_asset_is_a_key_error():
         assets.verify("gpt2-weights")
 
 
+@pytest.mark.assets
 def test_spam_emails_are_labelled_bodies_without_headers():
     emails = assets.spam_emails()
     assert len(emails) == 6046
@@ -150,7 +156,9 @@ def _xdr(*parts) -> bytes:
 def test_read_r_serialized_decodes_vectors_and_names():
     import struct
 
-    char = lambda s: struct.pack(">2i", 9 | (1 << 15), len(s)) + s.encode()  # a CHARSXP, UTF-8 flagged
+    def char(s):  # a CHARSXP, UTF-8 flagged
+        return struct.pack(">2i", 9 | (1 << 15), len(s)) + s.encode()
+
     # list(a = c("x", NA), b = 1:2): a VECSXP with a names attribute (a pairlist tagged by the symbol "names")
     data = _xdr(
         19 | (1 << 9),

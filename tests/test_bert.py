@@ -5,30 +5,27 @@ import json
 import pytest
 import torch
 
-import scratch  # noqa: F401  (offline environment before transformers)
 from scratch import assets
 from scratch.mlm import (
-    HEAD_CHECKPOINT,
     IGNORE_INDEX,
     fill_mask_accuracy,
     heldout_chapters,
-    load_minilm_mlm,
     mask_tokens,
     masked_word_eval_set,
     single_token_words,
     token_windows,
 )
+from scratch.pretrained import MINILM_MLM_HEAD, load_minilm_mlm
 
 
 @pytest.fixture(scope="module")
 def mlm():
-    torch.set_num_threads(1)
     return load_minilm_mlm()
 
 
 @pytest.fixture(scope="module")
 def metrics():
-    return json.loads((assets.checkpoint_dir(HEAD_CHECKPOINT) / "metrics.json").read_text())
+    return json.loads((assets.checkpoint_dir(MINILM_MLM_HEAD) / "metrics.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +40,7 @@ def held_out_examples(mlm, metrics):
 def test_checkpoint_is_a_small_head_only(metrics):
     from safetensors import safe_open
 
-    folder = assets.checkpoint_dir(HEAD_CHECKPOINT)
+    folder = assets.checkpoint_dir(MINILM_MLM_HEAD)
     with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
         names = set(f.keys())
     assert names == {
@@ -63,7 +60,10 @@ def test_checkpoint_is_a_small_head_only(metrics):
 def test_shipped_head_reaches_its_reported_accuracy(mlm, metrics, held_out_examples):
     model, _ = mlm
     quick = held_out_examples[: metrics["evaluation"]["quick_sample_windows"]]
-    measured = fill_mask_accuracy(model, quick)
+    model.train()
+    measured = fill_mask_accuracy(model, quick)  # in eval mode (no dropout) ...
+    assert model.training  # ... and the mode restored after
+    model.eval()
     reported = metrics["variants"]["head"]["quick_sample"]
     assert measured["n"] == reported["n"]
     assert measured["top1"] == pytest.approx(reported["top1"], abs=0.005)
@@ -245,7 +245,7 @@ def test_context_free_baselines_break_ties_and_refuse_empty_input():
 
 # ---------------------------------------------------------------- NER and NSP checkpoints
 
-from scratch.finetuning import (
+from scratch.finetuning import (  # noqa: E402
     NER_CHECKPOINT,
     NSP_CHECKPOINT,
     bio_spans,

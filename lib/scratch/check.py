@@ -100,45 +100,8 @@ def check_package(name: str, pinned: str) -> tuple[bool, str, str]:
     return same, f"{name} {installed} (pinned {pinned})", FIX_PACKAGES
 
 
-def asset_status(key: str) -> str:
-    """'OK' or why not, from what is on disk (unlike assets.verify, this never fetches)."""
-    if key in assets.NPM_PACKAGES:
-        pkg = assets.NPM_PACKAGES[key]
-        marker = pkg.folder / ".verified"
-        if not (marker.exists() and marker.read_text().strip() == pkg.sha256):
-            return f"{pkg.spec} not fetched"
-        if key == "gpt2-bpe":
-            encoder, merges = (pkg.folder / "package" / "encoder.json", pkg.folder / "package" / "vocab.bpe")
-            if (assets.sha256_of(encoder), assets.sha256_of(merges)) != (
-                assets.GPT2_ENCODER_JSON_SHA256,
-                assets.GPT2_VOCAB_BPE_SHA256,
-            ):
-                return "GPT-2 BPE files damaged"
-        return "OK"
-    if key in assets.PIP_PACKAGES:
-        pkg = assets.PIP_PACKAGES[key]
-        path = assets._installed_file(pkg)
-        if path is None:
-            return f"{pkg.spec} not installed"
-        return "OK" if assets.sha256_of(path) == pkg.file_sha256 else f"{path.name} damaged"
-    if key in assets.DEB_PACKAGES:
-        pkg = assets.DEB_PACKAGES[key]
-        marker = pkg.folder / ".verified"
-        if marker.exists() and marker.read_text().strip() == pkg.sha256:
-            return "OK"
-        if key in assets.OPTIONAL_ASSETS and not assets.apt_available():
-            return "OK"  # optional, and this system cannot fetch it: nothing to fix (see check_asset)
-        return f"{pkg.spec} not fetched"
-    if key == "smollm2":
-        marker = assets.SMOLLM2_CACHE / ".converted-from"
-        expected = assets.PIP_PACKAGES["smollm2-gguf"].file_sha256
-        ok = marker.exists() and marker.read_text().strip() == expected
-        return "OK" if ok else "float32 copy not converted yet"
-    raise KeyError(f"unknown asset {key!r}")
-
-
 def check_asset(key: str) -> tuple[bool, str, str]:
-    status = asset_status(key)
+    status = assets.status(key)
     what = f"asset {key}" + ("" if status == "OK" else f": {status}")
     if key in assets.OPTIONAL_ASSETS and not assets.apt_available():
         what += " (optional; skipped: this system has no apt-get)"

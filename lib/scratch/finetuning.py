@@ -188,7 +188,7 @@ def split_sentences(text: str) -> list[str]:
 def frozen_block_outputs(
     encoder, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, batch: int = 64
 ) -> torch.Tensor:
-    """The output of all blocks but the last of a scratch.models.Encoder = the last block's input, (n, T, d_model).
+    """The output of all blocks but the last of a scratch.models.BERT = the last block's input, (n, T, d_model).
 
     When only the last block is trained, the blocks below never change: compute their output once, then train on it.
     Sequences are run in batches of similar length, each cut to its longest sequence (padding is masked anyway, so
@@ -314,10 +314,10 @@ def _minilm_encoder():
     from transformers import AutoModel, AutoTokenizer
 
     from scratch import assets
-    from scratch.models import Encoder
+    from scratch.pretrained import from_hf_bert
 
     minilm = AutoModel.from_pretrained(assets.minilm_dir())
-    return Encoder.from_hf_bert(minilm).eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
+    return from_hf_bert(minilm).eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
 
 
 def _load_checkpoint(name: str):
@@ -348,7 +348,7 @@ def _lora_settings(metadata: dict) -> dict:
 
 
 def load_ner_tagger(name: str = NER_CHECKPOINT):
-    """MiniLM (scratch Encoder) + the course's NER tagger -> (encoder, tagger, tokenizer, tags), in eval mode.
+    """MiniLM (scratch BERT) + the course's NER tagger -> (encoder, tagger, tokenizer, tags), in eval mode.
 
     The tagger is a BlockTagger: its own copy of MiniLM's last block, adapted with LoRA (metadata 'lora_rank',
     'lora_alpha'; without them, the whole block fine-tuned), and a linear layer to the tags (metadata 'tags',
@@ -370,7 +370,7 @@ def load_ner_tagger(name: str = NER_CHECKPOINT):
 
 
 def load_nsp_classifier(name: str = NSP_CHECKPOINT):
-    """MiniLM (scratch Encoder) + the course's next-sentence head -> (encoder, classifier, tokenizer), in eval mode.
+    """MiniLM (scratch BERT) + the course's next-sentence head -> (encoder, classifier, tokenizer), in eval mode.
     The classifier's logits are (IsNext, NotNext), transformers' order."""
     weights, metadata = _load_checkpoint(name)
     encoder, tokenizer = _minilm_encoder()

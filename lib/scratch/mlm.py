@@ -5,23 +5,24 @@
     token_windows          a corpus cut into [CLS] ... [SEP] windows of WordPiece ids
     masked_word_eval_set   held-out whole words (single WordPiece tokens) hidden behind [MASK]
     fill_mask_accuracy     top-1 / top-5 accuracy of a masked LM on such a set
-    load_minilm_mlm        all-MiniLM-L6-v2 (frozen) + the MLM head the course trained on it, as a
-                           transformers BertForMaskedLM, so `pipeline("fill-mask", ...)` works (superseded:
-                           the head on the frozen encoder reached 4.4 % top-1)
+    heldout_chapters       Moby-Dick's chapters split into training and held-out ones
     minilm_mlm_with_lora   MiniLM as a BertForMaskedLM with LoRA adapters on every encoder Linear, untrained
     load_minilm_lora_mlm   ... with the adapters and head the course trained (data/checkpoints/minilm-lora-mlm/)
     word_targets           the words a fill-mask test may hide (whole alphabetic single-token words)
     context_free_baselines the best guesses that ignore the context (most frequent training words), scored
+                           on the held-out words
 
 MiniLM ships no MLM head (it was fine-tuned for sentence embeddings); data/checkpoints/minilm-mlm-head/
-holds the small head trained by its train.py, and metrics.json the accuracies measured there.
+holds the small head trained by its train.py, which scratch.pretrained.load_minilm_mlm puts on MiniLM (superseded:
+the head on the frozen encoder reached 4.4 % top-1; data/checkpoints/minilm-lora-mlm/ adapts the encoder too).
 """
 
 from __future__ import annotations
 
 import torch
 
-HEAD_CHECKPOINT = "minilm-mlm-head"
+from scratch.training import eval_mode
+
 IGNORE_INDEX = -100  # label of positions that are not predicted (PyTorch's cross_entropy default)
 
 
@@ -114,24 +115,23 @@ def masked_word_eval_set(tokenizer, windows: list[list[int]], prob: float = 0.15
     return examples
 
 
-@torch.no_grad()
 def fill_mask_accuracy(model, examples, batch_size: int = 32) -> dict:
     """Top-1 and top-5 accuracy of a BertForMaskedLM-like model (returns .logits) on masked_word_eval_set's
-    examples (all windows of one length). Returns {'top1', 'top5', 'n'} (n = masked words scored)."""
+    examples (all windows of one length), in eval mode. Returns {'top1', 'top5', 'n'} (n = masked words scored)."""
     if not examples:
         raise ValueError("examples is empty: nothing to score")
-    model.eval()
     top1 = top5 = n = 0
-    for start in range(0, len(examples), batch_size):
-        batch = examples[start : start + batch_size]
-        ids = torch.nn.utils.rnn.pad_sequence([e[0] for e in batch], batch_first=True)
-        attention_mask = torch.nn.utils.rnn.pad_sequence([torch.ones_like(e[0]) for e in batch], batch_first=True)
-        logits = model(input_ids=ids, attention_mask=attention_mask).logits  # (batch, T, vocab)
-        for row, (_, positions, targets) in enumerate(batch):
-            best = logits[row, positions].topk(5, dim=-1).indices  # (k, 5)
-            top1 += (best[:, 0] == targets).sum().item()
-            top5 += (best == targets[:, None]).any(-1).sum().item()
-            n += len(targets)
+    with eval_mode(model):
+        for start in range(0, len(examples), batch_size):
+            batch = examples[start : start + batch_size]
+            ids = torch.nn.utils.rnn.pad_sequence([e[0] for e in batch], batch_first=True)
+            attention_mask = torch.nn.utils.rnn.pad_sequence([torch.ones_like(e[0]) for e in batch], batch_first=True)
+            logits = model(input_ids=ids, attention_mask=attention_mask).logits  # (batch, T, vocab)
+            for row, (_, positions, targets) in enumerate(batch):
+                best = logits[row, positions].topk(5, dim=-1).indices  # (k, 5)
+                top1 += (best[:, 0] == targets).sum().item()
+                top5 += (best == targets[:, None]).any(-1).sum().item()
+                n += len(targets)
     return {"top1": top1 / n, "top5": top5 / n, "n": n}
 
 
@@ -139,39 +139,6 @@ def heldout_chapters(chapters: list[dict], every: int = 10) -> tuple[list[dict],
     """Moby-Dick split by chapter: every `every`-th chapter (10, 20, ...) is held out. -> (train, held_out)."""
     held = [c for c in chapters if int(c["chapter"]) % every == 0]
     return [c for c in chapters if int(c["chapter"]) % every != 0], held
-
-
-def load_minilm_mlm(name: str = HEAD_CHECKPOINT):
-    """all-MiniLM-L6-v2's encoder + the course's MLM head -> (BertForMaskedLM in eval mode, tokenizer).
-
-    The head (dense + GELU + LayerNorm, then the decoder tied to MiniLM's word embeddings, plus a bias)
-    is read from data/checkpoints/<name>/model.safetensors; the encoder is MiniLM's, unchanged.
-    """
-    from safetensors.torch import load_file
-    from transformers import AutoTokenizer, BertForMaskedLM
-    from transformers.utils import logging
-
-    from scratch import assets
-
-    head = load_file(assets.checkpoint_dir(name) / "model.safetensors")
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
-    try:
-        model = BertForMaskedLM.from_pretrained(assets.minilm_dir(), attn_implementation="eager")
-    finally:
-        logging.set_verbosity(verbosity)
-    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}  # = word embeddings, = bias
-    expected = {k for k in model.state_dict() if k.startswith("cls.") and k not in tied}
-    if set(head) != expected:
-        raise ValueError(f"{name}: expected the head tensors {sorted(expected)}, found {sorted(head)}")
-    model.load_state_dict(head, strict=False)
-    predictions = model.cls.predictions
-    if (
-        predictions.decoder.weight.data_ptr() != model.bert.embeddings.word_embeddings.weight.data_ptr()
-        or predictions.decoder.bias.data_ptr() != predictions.bias.data_ptr()
-    ):
-        raise RuntimeError("the MLM decoder is not tied to the word embeddings and the head's bias")
-    return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
 
 
 # ---------------------------------------------------------------- MiniLM adapted for masked LM with LoRA

@@ -41,7 +41,7 @@ from scratch.finetuning import (IGNORE_INDEX, BlockTagger, bio_spans, frozen_blo
                                 label_first_pieces, span_scores, split_sentences, split_words, trainable_state,
                                 trim_padding)
 from scratch.mlm import heldout_chapters
-from scratch.models import Encoder
+from scratch.pretrained import from_hf_bert
 
 HERE = Path(__file__).resolve().parent
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -147,7 +147,7 @@ def main() -> None:
     print(f"{len(train)} training sentences; test: { {k: len(v) for k, v in tests.items()} }", flush=True)
 
     minilm = AutoModel.from_pretrained(assets.minilm_dir()).eval()
-    encoder = Encoder.from_hf_bert(minilm)
+    encoder = from_hf_bert(minilm)
     ids_train, labels_train, _ = encode(tokenizer, train)
     h_train = frozen_block_outputs(encoder, ids_train)
     print(f"cached the frozen blocks' output for training: {time.time() - start:.0f} s", flush=True)

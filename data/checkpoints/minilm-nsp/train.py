@@ -29,7 +29,7 @@ from transformers.utils import logging
 from scratch import assets
 from scratch.finetuning import BlockPairClassifier, frozen_block_outputs, sentence_pairs, trim_padding
 from scratch.mlm import heldout_chapters
-from scratch.models import Encoder
+from scratch.pretrained import from_hf_bert
 
 HERE = Path(__file__).resolve().parent
 MAX_TOKENS = 128
@@ -69,7 +69,7 @@ def main() -> None:
     start = time.time()
     tokenizer = AutoTokenizer.from_pretrained(assets.minilm_dir())
     minilm = AutoModel.from_pretrained(assets.minilm_dir()).eval()
-    encoder = Encoder.from_hf_bert(minilm)
+    encoder = from_hf_bert(minilm)
     train_chapters, held_chapters = heldout_chapters(assets.moby_dick_chapters())
     train = sentence_pairs([c["text"] for c in train_chapters], args.train_pairs, seed=args.seed)
     test = sentence_pairs([c["text"] for c in held_chapters], args.test_pairs, seed=args.seed + 1)
