@@ -13,11 +13,7 @@ NB ?= $(NOTEBOOKS)
 # JupyterLab refuses to run as root (containers, CI machines) unless told to.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Models and data load from local paths only: a notebook must never reach the Hugging Face hub.
-export HF_HUB_OFFLINE := 1
-export TRANSFORMERS_OFFLINE := 1
-
-.PHONY: setup assets chromium lab test unit outputs student book check clean lock
+.PHONY: setup assets chromium lab lint test unit outputs student book check clean lock
 
 # Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel
 # pins one numeric path; elsewhere (Apple Silicon, ARM, old CPUs) their asserts check them (lax).
@@ -81,9 +77,14 @@ assets: $(ASSETS)
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks --ServerApp.port_retries=0 $(LAB_ARGS)
 
-# Unit tests in tests/ and every notebook under nbval: strict (outputs compared with the committed ones) on
-# the pinned numeric path, lax (the notebooks must run; their asserts check the claims) elsewhere.
-test: setup
+# ruff's rules and format, as pyproject.toml configures them (the same hooks run in .pre-commit-config.yaml).
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Lint, then the unit tests in tests/ and every notebook under nbval: strict (outputs compared with the committed
+# ones) on the pinned numeric path, lax (the notebooks must run; their asserts check the claims) elsewhere.
+test: setup lint
 	@mode="$(NBVAL)"; [ -n "$$mode" ] || mode=$$($(BIN)/python -m scratch.kernel mode); \
 	case "$$mode" in \
 	  strict) flag= ;; \
@@ -93,8 +94,9 @@ test: setup
 	echo "$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)"; \
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)
 
+# The inner loop, in seconds: the unit tests without the slow, asset and browser ones (markers in pyproject.toml).
 unit: setup
-	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests -m "not slow and not assets and not browser" $(PYTEST_ARGS)
 
 # Re-execute notebooks top to bottom in a fresh kernel and store the outputs nbval compares against
 # (all of them, JOBS at a time, or one: make outputs NB=notebooks/01_tokenization.ipynb); nbstripout then drops

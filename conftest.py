@@ -1,7 +1,8 @@
 """Print how long each notebook took under nbval, so the cost of the series stays visible."""
-import scratch  # noqa: F401  (first: pins the numeric path before any test imports torch)
 
-from collections import defaultdict  # noqa: E402
+from collections import defaultdict
+
+import scratch  # noqa: F401  (pins the numeric path before any test imports torch)
 
 _notebook_seconds = defaultdict(float)
 

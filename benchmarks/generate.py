@@ -15,11 +15,12 @@ on a shared machine); the uncached run is slow and runs once. Throughput = new t
 Target: KV cache >= 1.0x transformers.
 
 Why "shared weights": decoding one token reads every weight from memory once, so the speed depends on where the
-540 MB of weights lie. transformers' weights are pages of the memory-mapped safetensors file; GPT.from_hf_llama
+540 MB of weights lie. transformers' weights are pages of the memory-mapped safetensors file; from_hf_llama
 copies them into new memory, and on some machines (a virtual machine, here) the very same matrix products run
 measurably slower on one copy than on another. With shared weights both decoders read the same memory, so the
 comparison measures the code alone.
 """
+
 import argparse
 import statistics
 import time
@@ -30,6 +31,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import scratch
 from scratch import assets
 from scratch.models import GPT
+from scratch.pretrained import from_hf_llama
 from scratch.sampling import generate
 
 TARGET = 1.0
@@ -42,10 +44,17 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-LLAMA_NAMES = {"self_attn.w_q": "self_attn.q_proj", "self_attn.w_k": "self_attn.k_proj",
-               "self_attn.w_v": "self_attn.v_proj", "self_attn.w_o": "self_attn.o_proj", "ffn.gate": "mlp.gate_proj",
-               "ffn.up": "mlp.up_proj", "ffn.down": "mlp.down_proj", "norm1": "input_layernorm",
-               "norm2": "post_attention_layernorm"}
+LLAMA_NAMES = {
+    "self_attn.w_q": "self_attn.q_proj",
+    "self_attn.w_k": "self_attn.k_proj",
+    "self_attn.w_v": "self_attn.v_proj",
+    "self_attn.w_o": "self_attn.o_proj",
+    "ffn.gate": "mlp.gate_proj",
+    "ffn.up": "mlp.up_proj",
+    "ffn.down": "mlp.down_proj",
+    "norm1": "input_layernorm",
+    "norm2": "post_attention_layernorm",
+}
 
 
 def share_weights(model: GPT, hf) -> GPT:
@@ -57,8 +66,11 @@ def share_weights(model: GPT, hf) -> GPT:
             module, kind = rest.rsplit(".", 1)
             source = f"model.layers.{layer}.{LLAMA_NAMES[module]}.{kind}"
         else:
-            source = {"tok_embed.weight": "model.embed_tokens.weight", "norm.weight": "model.norm.weight",
-                      "lm_head.weight": "lm_head.weight"}[name]
+            source = {
+                "tok_embed.weight": "model.embed_tokens.weight",
+                "norm.weight": "model.norm.weight",
+                "lm_head.weight": "lm_head.weight",
+            }[name]
         assert torch.equal(param, theirs[source]), name
         param.data = theirs[source]
     return model
@@ -77,26 +89,29 @@ def main():
     path = assets.smollm2_dir()
     tokenizer = AutoTokenizer.from_pretrained(path)
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    model = GPT.from_hf_llama(hf)
-    shared = share_weights(GPT.from_hf_llama(hf), hf)
+    model = from_hf_llama(hf)
+    shared = share_weights(from_hf_llama(hf), hf)
     ids = tokenizer(PROMPT, return_tensors="pt").input_ids
     n = args.new_tokens
-    print(f"SmolLM2-135M-Instruct, float32, {args.threads} thread(s), prompt {ids.shape[1]} tokens, {n} new tokens, "
-          f"greedy")
+    print(
+        f"SmolLM2-135M-Instruct, float32, {args.threads} thread(s), prompt {ids.shape[1]} tokens, {n} new tokens, "
+        f"greedy"
+    )
 
-    eos = hf.generation_config.eos_token_id                    # both stop at EOS, if greedy ever emits it
+    eos = hf.generation_config.eos_token_id  # both stop at EOS, if greedy ever emits it
     runs = {
         "scratch, KV cache": lambda: generate(model, ids, n, eos_id=eos),
         "scratch, KV cache, shared weights": lambda: generate(shared, ids, n, eos_id=eos),
-        "transformers": lambda: hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
-                                            do_sample=False),
+        "transformers": lambda: hf.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False
+        ),
     }
-    for run in runs.values():                                  # warm-up: first calls allocate and pick kernels
+    for run in runs.values():  # warm-up: first calls allocate and pick kernels
         run()
     seconds = {name: [] for name in runs}
     outputs = {}
     for round_ in range(args.rounds):
-        for name in sorted(runs, reverse=round_ % 2 == 1):     # alternate who goes first
+        for name in sorted(runs, reverse=round_ % 2 == 1):  # alternate who goes first
             outputs[name], s = timed(runs[name])
             seconds[name].append(s)
     if not args.skip_no_cache:
@@ -104,7 +119,7 @@ def main():
         seconds["scratch, no cache"] = [s]
 
     reference = outputs["transformers"]
-    n = reference.shape[1] - ids.shape[1]                      # new tokens (fewer than asked only after an EOS)
+    n = reference.shape[1] - ids.shape[1]  # new tokens (fewer than asked only after an EOS)
     print(f"{'decoder':34s} {'best tokens/s':>14s} {'median tokens/s':>16s}  same tokens as transformers")
     for name in ("scratch, no cache", "scratch, KV cache", "scratch, KV cache, shared weights", "transformers"):
         if name not in seconds:
@@ -118,7 +133,7 @@ def main():
         print(f"{name} vs transformers: {ratio:.2f}x (target >= {TARGET}x): {'met' if ratio >= TARGET else 'NOT met'}")
     if "scratch, no cache" in seconds:
         print(f"KV cache vs no cache: {min(seconds['scratch, no cache']) / min(seconds['scratch, KV cache']):.2f}x")
-    print("continuation:", repr(tokenizer.decode(reference[0, ids.shape[1]:])))
+    print("continuation:", repr(tokenizer.decode(reference[0, ids.shape[1] :])))
 
 
 if __name__ == "__main__":

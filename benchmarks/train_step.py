@@ -10,6 +10,7 @@ final LayerNorms are removed so that both compute the same post-LN architecture.
 One training step = forward, cross-entropy, backward, AdamW step. Warm-up steps first, then timed steps,
 one run each. Throughput = (source + target tokens) per second. Target: scratch >= 0.9x torch.
 """
+
 import argparse
 import math
 import os
@@ -36,7 +37,7 @@ class TorchTransformer(nn.Module):
         self.tgt_embed = nn.Embedding(vocab_size, d_model)
         self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
         self.core = nn.Transformer(d_model, h, N, N, d_ff, dropout, batch_first=True)
-        self.core.encoder.norm = self.core.decoder.norm = None     # the paper's post-LN has no final norms
+        self.core.encoder.norm = self.core.decoder.norm = None  # the paper's post-LN has no final norms
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.lm_head.weight = self.tgt_embed.weight
 
@@ -44,8 +45,14 @@ class TorchTransformer(nn.Module):
         scale = math.sqrt(self.d_model)
         src_x, tgt_x = self.pos(self.src_embed(src) * scale), self.pos(self.tgt_embed(tgt) * scale)
         causal = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool, device=tgt.device).triu(1)  # True = hidden
-        out = self.core(src_x, tgt_x, tgt_mask=causal, src_key_padding_mask=src == PAD,
-                        memory_key_padding_mask=src == PAD, tgt_key_padding_mask=tgt == PAD)
+        out = self.core(
+            src_x,
+            tgt_x,
+            tgt_mask=causal,
+            src_key_padding_mask=src == PAD,
+            memory_key_padding_mask=src == PAD,
+            tgt_key_padding_mask=tgt == PAD,
+        )
         return self.lm_head(out)
 
 
@@ -56,9 +63,9 @@ def make_batches(n, batch, length, vocab_size, device, seed=0):
     for _ in range(n):
         ids = torch.randint(3, vocab_size, (batch, 2, length + 1), generator=g)
         lengths = torch.randint(length // 2, length + 1, (batch, 2, 1), generator=g)
-        ids = ids.masked_fill(torch.arange(length + 1) >= lengths + 1, PAD)   # padding after each length
+        ids = ids.masked_fill(torch.arange(length + 1) >= lengths + 1, PAD)  # padding after each length
         src, tgt = ids[:, 0, :length], ids[:, 1]
-        tgt[:, 0] = 1                                                        # BOS
+        tgt[:, 0] = 1  # BOS
         batches.append(tuple(t.to(device) for t in (src, tgt[:, :-1], tgt[:, 1:])))
     return batches
 
@@ -115,10 +122,14 @@ def main():
     assert n_ours == n_theirs, (n_ours, n_theirs)
     batches = make_batches(args.warmup + args.steps, args.batch, args.length, args.vocab, device)
 
-    print(f"config: {config}, batch {args.batch}, source/target length {args.length}, vocab {args.vocab}, "
-          f"{n_ours:,} parameters each")
-    print(f"device: {device}; torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{os.cpu_count()} CPUs; {args.warmup} warm-up + {args.steps} timed steps, one run each")
+    print(
+        f"config: {config}, batch {args.batch}, source/target length {args.length}, vocab {args.vocab}, "
+        f"{n_ours:,} parameters each"
+    )
+    print(
+        f"device: {device}; torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{os.cpu_count()} CPUs; {args.warmup} warm-up + {args.steps} timed steps, one run each"
+    )
     results = {}
     for name, model in (("torch.nn.Transformer", theirs), ("scratch Transformer", ours)):
         results[name], seconds = tokens_per_second(model, batches, args.warmup, device)

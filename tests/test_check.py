@@ -1,7 +1,10 @@
 """`python -m scratch.check`: one OK/FAIL line per pinned package and asset, a fix for each FAIL,
 and nothing fetched while checking."""
+
 import subprocess
 import sys
+
+import pytest
 
 from scratch import assets, check
 
@@ -53,12 +56,28 @@ def test_main_lists_every_package_and_asset_and_fails_on_a_fail(monkeypatch, cap
         assert f"asset {key}" in out
 
 
-def test_runs_as_a_module():
-    result = subprocess.run([sys.executable, "-m", "scratch.check"], capture_output=True, text=True)
-    assert "OK" in result.stdout and "torch" in result.stdout and "asset minilm" in result.stdout
-    failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
-    assert result.returncode == (1 if failed else 0)
+def test_exit_code_and_summary(monkeypatch, capsys):
+    monkeypatch.setattr(check, "all_checks", lambda: [(True, "python 3.11.9 (course: 3.11)", "")])
+    assert check.main() == 0 and "1 OK, 0 FAIL: ready for the course" in capsys.readouterr().out
+    monkeypatch.setattr(check, "all_checks", lambda: [(True, "a", ""), (False, "b", "do this")])
+    assert check.main() == 1
+    assert capsys.readouterr().out.splitlines() == ["OK    a", "FAIL  b", "      fix: do this", "", "1 OK, 1 FAIL"]
 
+
+@pytest.mark.assets
+@pytest.mark.slow
+def test_runs_as_a_module_and_finds_the_test_environment_ready():
+    """`make test` sets up first, so here every pinned package, asset and checkpoint and the course's kernel are
+    OK (Chromium may be missing: the book's browser test then skips)."""
+    result = subprocess.run([sys.executable, "-m", "scratch.check"], capture_output=True, text=True)
+    lines = [line for line in result.stdout.splitlines() if line.startswith(("OK", "FAIL"))]
+    checkpoints = [p for p in assets.CHECKPOINT_DIR.iterdir() if p.is_dir()]
+    # python, the lock against requirements.txt, each pin, the lock's other packages (one line), assets, checkpoints,
+    # the kernel, Chromium
+    assert len(lines) == 2 + len(check.pinned_packages()) + 1 + len(assets.all_assets()) + len(checkpoints) + 2
+    assert lines[0].startswith("OK    python 3.11")
+    assert [line for line in lines if line.startswith("FAIL") and "chromium" not in line] == []
+    assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)
 
 
 def test_kernel_check_names_a_missing_or_unpinned_kernel(monkeypatch):

@@ -1,5 +1,6 @@
 """The environment is what requirements.lock says, the lock is what requirements.txt says, the conda path
 installs the same lock, and every file that names the course's Python names the same one."""
+
 import importlib.metadata
 import re
 import subprocess
@@ -97,7 +98,8 @@ def test_installed_version_matches_the_lock(entry):
     assert installed is not None, f"run `make setup`: {entry.name} (locked {entry.version}) is not installed"
     # the local CPU-only wheel of torch is 2.13.0 with a local label
     assert Version(installed.split("+")[0]) == Version(entry.version), (
-        f"run `make setup`: {entry.name} {installed} differs from requirements.lock ({entry.version})")
+        f"run `make setup`: {entry.name} {installed} differs from requirements.lock ({entry.version})"
+    )
 
 
 def test_locked_packages_need_nothing_outside_the_lock():

@@ -3,8 +3,9 @@
 The exercise section of a notebook is, after the lecture's "## Summary":
 a markdown cell "## Exercises"; one code cell tagged `exercise-setup` (imports and objects, nothing from the
 lecture, and no reference implementation of any exercise's function); then for each exercise k a markdown cell
-"### Exercise k · title (easy|medium|hard, about N min)" with a "**Practises:**" line, a code cell tagged `solution` (the solution between ### BEGIN / END SOLUTION) and a code
-cell tagged `check` ("# Check exercise k", asserts with "hint: ..." messages).
+"### Exercise k · title (easy|medium|hard, about N min)" with a "**Practises:**" line, a code cell tagged
+`solution` (the solution between ### BEGIN / END SOLUTION) and a code cell tagged `check` ("# Check exercise k",
+asserts with "hint: ..." messages).
 
 The pairing: with the solutions every check passes; in the student edition (tools/student_edition.py, which
 replaces each solution by a `raise NotImplementedError`) every check fails until solved; and every known-wrong or
@@ -12,11 +13,12 @@ borrowed solution stored in tests/exercise_counterexamples/NN_topic.py (`WRONG_S
 wrong": "source of a whole solution cell"}}`) fails its check, so a check passes only for a correct solution.
 All run the exercise section alone with plain `exec`, as a student's fresh kernel would.
 """
+
 import copy
 import importlib.util
 import linecache
-import runpy
 import re
+import runpy
 from pathlib import Path
 
 import matplotlib
@@ -46,8 +48,12 @@ def wrong_solutions(path):
 
 
 def counterexample_cases():
-    return [pytest.param(path, k, why, id=f"{path.stem}-ex{k}-{why[:40]}")
-            for path in NOTEBOOKS for k, cases in sorted(wrong_solutions(path).items()) for why in cases]
+    return [
+        pytest.param(path, k, why, id=f"{path.stem}-ex{k}-{why[:40]}")
+        for path in NOTEBOOKS
+        for k, cases in sorted(wrong_solutions(path).items())
+        for why in cases
+    ]
 
 
 def tags(cell):
@@ -57,28 +63,36 @@ def tags(cell):
 def exercise_section(path):
     """(setup cell, [(markdown, solution, check) per exercise]) of a notebook; fails with what is missing."""
     cells = nbformat.read(path, as_version=4).cells
-    start = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("## Exercises")]
+    start = [
+        i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("## Exercises")
+    ]
     assert len(start) == 1, f"{path.name}: needs one markdown cell starting with '## Exercises' (found {len(start)})"
-    assert any("## Summary" in c.source for c in cells[:start[0]] if c.cell_type == "markdown"), (
-        f"{path.name}: the exercise section comes after the '## Summary' cell")
-    section = cells[start[0] + 1:]
+    assert any("## Summary" in c.source for c in cells[: start[0]] if c.cell_type == "markdown"), (
+        f"{path.name}: the exercise section comes after the '## Summary' cell"
+    )
+    section = cells[start[0] + 1 :]
     setups = [c for c in section if c.cell_type == "code" and "exercise-setup" in tags(c)]
     assert len(setups) == 1, f"{path.name}: needs exactly one code cell tagged 'exercise-setup' (found {len(setups)})"
-    assert section and section[0] is setups[0], f"{path.name}: the 'exercise-setup' cell comes right after '## Exercises'"
+    assert section and section[0] is setups[0], (
+        f"{path.name}: the 'exercise-setup' cell comes right after '## Exercises'"
+    )
     exercises = []
     for i, cell in enumerate(section[1:], start=1):
         if cell.cell_type == "code":
             assert {"solution", "check"} & set(tags(cell)), (
                 f"{path.name}: an untagged code cell in the exercise section (tag it 'solution' or 'check'):\n"
-                f"{cell.source[:200]}")
+                f"{cell.source[:200]}"
+            )
         if cell.cell_type != "code" or "solution" not in tags(cell):
             continue
         k = len(exercises) + 1
         text, check = section[i - 1], section[i + 1] if i + 1 < len(section) else None
         assert text.cell_type == "markdown" and re.search(rf"^### Exercise {k} · ", text.source, re.MULTILINE), (
-            f"{path.name}: solution {k} must follow a markdown cell '### Exercise {k} · title (easy|medium|hard)'")
+            f"{path.name}: solution {k} must follow a markdown cell '### Exercise {k} · title (easy|medium|hard)'"
+        )
         assert check is not None and check.cell_type == "code" and "check" in tags(check), (
-            f"{path.name}: solution {k} must be followed by a code cell tagged 'check'")
+            f"{path.name}: solution {k} must be followed by a code cell tagged 'check'"
+        )
         exercises.append((text, cell, check))
     checks = [c for c in section if c.cell_type == "code" and "check" in tags(c)]
     assert len(checks) == len(exercises), f"{path.name}: every 'check' cell directly follows its 'solution' cell"
@@ -94,13 +108,14 @@ def run(source, namespace, name):
 
 @pytest.fixture
 def in_notebooks(monkeypatch):
-    monkeypatch.chdir(NOTEBOOK_DIR)     # where a student's kernel starts
+    monkeypatch.chdir(NOTEBOOK_DIR)  # where a student's kernel starts
 
 
 @pytest.fixture
 def plain_mpl():
     yield
     import matplotlib.pyplot as plt
+
     plt.close("all")
 
 
@@ -117,23 +132,34 @@ def test_structure(path):
         where = f"{path.name}, exercise {k}"
         title = TITLE.search(text.source)
         assert title and int(title[1]) == k, (
-            f"{where}: title line '### Exercise {k} · title (easy|medium|hard, about N min)'")
+            f"{where}: title line '### Exercise {k} · title (easy|medium|hard, about N min)'"
+        )
         assert 5 <= int(title[3]) <= 90, f"{where}: a time between 5 and 90 minutes"
         levels.append(LEVELS.index(title[2]))
-        assert re.search(r"^\*\*Practises:\*\* \S", text.source, re.MULTILINE), f"{where}: add a '**Practises:** ...' line"
-        student_edition.strip_solution(solution.source, k)        # balanced markers, at least one region
-        assert re.search(r"^\s*def |^\s*class ", solution.source, re.MULTILINE), f"{where}: the solution defines a function"
+        assert re.search(r"^\*\*Practises:\*\* \S", text.source, re.MULTILINE), (
+            f"{where}: add a '**Practises:** ...' line"
+        )
+        student_edition.strip_solution(solution.source, k)  # balanced markers, at least one region
+        assert re.search(r"^\s*def |^\s*class ", solution.source, re.MULTILINE), (
+            f"{where}: the solution defines a function"
+        )
         assert check.source.splitlines()[0].strip() == f"# Check exercise {k}", (
-            f"{where}: the check cell's first line is '# Check exercise {k}'")
+            f"{where}: the check cell's first line is '# Check exercise {k}'"
+        )
         assert re.search(r"\bassert\b", check.source) and re.search(r"[\"']hint: ", check.source), (
-            f"{where}: the check needs an assert with a message starting with 'hint: '")
+            f"{where}: the check needs an assert with a message starting with 'hint: '"
+        )
         for cell in (setup, solution, check):
             assert BEGIN not in cell.source or cell is solution, f"{where}: solution markers outside the solution cell"
-            assert not re.search(r"^\s*[%!]", cell.source, re.MULTILINE), f"{where}: no IPython magics in exercise cells"
+            assert not re.search(r"^\s*[%!]", cell.source, re.MULTILINE), (
+                f"{where}: no IPython magics in exercise cells"
+            )
     assert levels == sorted(levels), f"{path.name}: order the exercises from easy to hard ({levels})"
     assert levels[-1] == 2, f"{path.name}: at least one exercise is 'hard'"
 
 
+@pytest.mark.slow
+@pytest.mark.assets
 @by_name
 def test_solutions_pass_their_checks(path, in_notebooks, plain_mpl):
     setup, exercises = exercise_section(path)
@@ -147,6 +173,8 @@ def test_solutions_pass_their_checks(path, in_notebooks, plain_mpl):
             pytest.fail(f"{path.name}: the solution of exercise {k} fails its check: {type(error).__name__}: {error}")
 
 
+@pytest.mark.slow
+@pytest.mark.assets
 @by_name
 def test_student_stubs_fail_their_checks(path, in_notebooks, plain_mpl):
     # Each exercise alone: the other solutions stay in, so one exercise's failure cannot hide another's.
@@ -154,7 +182,7 @@ def test_student_stubs_fail_their_checks(path, in_notebooks, plain_mpl):
     after_setup = {"__name__": "__main__"}
     run(setup.source, after_setup, f"{path.name} exercise setup")
     passing = []
-    for k, (_, solution, check) in enumerate(exercises, start=1):
+    for k, (_, _solution, check) in enumerate(exercises, start=1):
         namespace = copy.copy(after_setup)
         for j, (_, other, _) in enumerate(exercises, start=1):
             source = student_edition.strip_solution(other.source, k) if j == k else other.source
@@ -175,10 +203,14 @@ def test_every_exercise_has_wrong_solutions_that_its_check_rejects(path):
     _, exercises = exercise_section(path)
     stored = wrong_solutions(path)
     missing = [k for k in range(1, len(exercises) + 1) if not stored.get(k)]
-    assert not missing, (f"{path.name}: store at least one known-wrong or borrowed solution for exercise(s) {missing} "
-                         f"in tests/exercise_counterexamples/{path.stem}.py")
+    assert not missing, (
+        f"{path.name}: store at least one known-wrong or borrowed solution for exercise(s) {missing} "
+        f"in tests/exercise_counterexamples/{path.stem}.py"
+    )
 
 
+@pytest.mark.slow
+@pytest.mark.assets
 @pytest.mark.parametrize("path, k, why", counterexample_cases())
 def test_wrong_and_borrowed_solutions_fail_their_checks(path, k, why, in_notebooks, plain_mpl):
     setup, exercises = exercise_section(path)
@@ -195,20 +227,27 @@ def test_wrong_and_borrowed_solutions_fail_their_checks(path, k, why, in_noteboo
 def test_strip_solution_replaces_each_region_at_its_indentation():
     source = f'def f(x):\n    """doc"""\n    {BEGIN}\n    y = x + 1\n    return y\n    {END}\n'
     assert student_edition.strip_solution(source, 3) == (
-        'def f(x):\n    """doc"""\n'
-        '    raise NotImplementedError("Exercise 3: replace this line with your solution")')
+        'def f(x):\n    """doc"""\n    raise NotImplementedError("Exercise 3: replace this line with your solution")'
+    )
     two = f"class A:\n    def f(self):\n        {BEGIN}\n        pass\n        {END}\n{BEGIN}\nx = 1\n{END}"
     assert student_edition.strip_solution(two, 1).splitlines() == [
-        "class A:", "    def f(self):", "        " + student_edition.stub(1), student_edition.stub(1)]
+        "class A:",
+        "    def f(self):",
+        "        " + student_edition.stub(1),
+        student_edition.stub(1),
+    ]
 
 
-@pytest.mark.parametrize("source, problem", [
-    ("def f():\n    return 1", "without ### BEGIN SOLUTION / ### END SOLUTION markers"),
-    (f"def f():\n    {BEGIN}\n    return 1", "without an ### END SOLUTION"),
-    (f"def f():\n    return 1\n    {END}", "without a ### BEGIN SOLUTION"),
-    (f"def f():\n    {BEGIN}\n    {BEGIN}\n    {END}\n    {END}", "inside another solution region"),
-    (f"def f():\n    {BEGIN} here\n    {END}", "alone on its line"),
-])
+@pytest.mark.parametrize(
+    "source, problem",
+    [
+        ("def f():\n    return 1", "without ### BEGIN SOLUTION / ### END SOLUTION markers"),
+        (f"def f():\n    {BEGIN}\n    return 1", "without an ### END SOLUTION"),
+        (f"def f():\n    return 1\n    {END}", "without a ### BEGIN SOLUTION"),
+        (f"def f():\n    {BEGIN}\n    {BEGIN}\n    {END}\n    {END}", "inside another solution region"),
+        (f"def f():\n    {BEGIN} here\n    {END}", "alone on its line"),
+    ],
+)
 def test_strip_solution_rejects_bad_markers(source, problem):
     with pytest.raises(ValueError, match=re.escape(problem)):
         student_edition.strip_solution(source, 1)
@@ -240,7 +279,9 @@ def test_student_edition_has_no_outputs_and_no_solutions(path, student_dir):
         if theirs.cell_type != "code":
             assert theirs.source == ours.source
             continue
-        assert theirs.outputs == [] and theirs.execution_count is None, f"{path.name}: outputs left in the student edition"
+        assert theirs.outputs == [] and theirs.execution_count is None, (
+            f"{path.name}: outputs left in the student edition"
+        )
         if "solution" not in tags(ours):
             assert theirs.source == ours.source, f"{path.name}: a non-solution cell changed"
             continue

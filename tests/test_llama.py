@@ -1,17 +1,19 @@
 """The decoder as a Llama: RMSNorm, SwiGLU, grouped-query attention with RoPE against transformers' Llama
 modules, a tiny random LlamaForCausalLM, the real SmolLM2-135M-Instruct (logits and greedy text), bad input."""
+
 import pytest
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, \
-    LlamaForCausalLM
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding
 
 from scratch.attention import MultiHeadAttention, causal_mask
 from scratch.blocks import EncoderBlock, RMSNorm, SwiGLUFeedForward
 from scratch.embeddings import RotaryEmbedding
-from scratch.models import GPT
+from scratch.models import GPT, GPTConfig
+from scratch.pretrained import from_hf_llama
+from scratch.sampling import generate
 
-
+# tiny_llama (a random transformers Llama and ours with its weights) and smollm2 are in conftest.py
 
 
 def randn(*shape, seed=0, dtype=torch.float32):
@@ -29,23 +31,24 @@ def randomise_(module, seed=0, scale=0.3):
 
 # ---------------------------------------------------------------- RMSNorm and SwiGLU
 
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_rmsnorm_equals_llama_rmsnorm(dtype):
     theirs = randomise_(LlamaRMSNorm(48, eps=1e-5)).to(dtype)
     ours = RMSNorm(48, eps=1e-5).to(dtype)
-    ours.load_state_dict(theirs.state_dict())             # same parameter name: weight
+    ours.load_state_dict(theirs.state_dict())  # same parameter name: weight
     x = randn(3, 7, 48, seed=1).to(dtype) * 4 + 1
     with torch.no_grad():
-        assert torch.equal(ours(x), theirs(x))            # same float32 arithmetic: bit for bit
+        assert torch.equal(ours(x), theirs(x))  # same float32 arithmetic: bit for bit
 
 
 def test_rmsnorm_is_the_formula_in_float64():
     norm = randomise_(RMSNorm(16)).double()
     x = randn(5, 16, seed=2, dtype=torch.float64) * 3
-    expected = x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + 1e-6) * norm.weight
+    expected = x / torch.sqrt((x**2).mean(-1, keepdim=True) + 1e-6) * norm.weight
     torch.testing.assert_close(norm(x), expected, atol=1e-12, rtol=0)
-    assert norm(x).dtype == torch.float64                 # float64 is not squeezed through float32
-    unit = RMSNorm(16).double()(x)                        # gain 1: every position gets root mean square 1
+    assert norm(x).dtype == torch.float64  # float64 is not squeezed through float32
+    unit = RMSNorm(16).double()(x)  # gain 1: every position gets root mean square 1
     torch.testing.assert_close(unit.pow(2).mean(-1), torch.ones(5, dtype=torch.float64), atol=1e-5, rtol=0)
 
 
@@ -56,21 +59,29 @@ def test_swiglu_equals_llama_mlp():
     with torch.no_grad():
         for name in ("gate", "up", "down"):
             getattr(ours, name).weight.copy_(getattr(theirs, f"{name}_proj").weight)
-    assert not any(name.endswith("bias") for name, _ in ours.named_parameters())   # no biases, as in Llama
+    assert not any(name.endswith("bias") for name, _ in ours.named_parameters())  # no biases, as in Llama
     x = randn(2, 5, 32, seed=3, dtype=torch.float64)
     torch.testing.assert_close(ours(x), theirs(x), atol=1e-12, rtol=0)
-    gate, up = ours.gate(x), ours.up(x)                   # and the formula: down(silu(gate) * up)
+    gate, up = ours.gate(x), ours.up(x)  # and the formula: down(silu(gate) * up)
     torch.testing.assert_close(ours(x), ours.down(gate * torch.sigmoid(gate) * up), atol=1e-12, rtol=0)
 
 
 # ---------------------------------------------------------------- grouped-query attention with RoPE
 
+
 def llama_attention_pair(h, n_kv_heads, d_model=64, base=10000.0):
-    config = LlamaConfig(hidden_size=d_model, num_attention_heads=h, num_key_value_heads=n_kv_heads,
-                         max_position_embeddings=128, rope_theta=base, attn_implementation="eager")
+    config = LlamaConfig(
+        hidden_size=d_model,
+        num_attention_heads=h,
+        num_key_value_heads=n_kv_heads,
+        max_position_embeddings=128,
+        rope_theta=base,
+        attn_implementation="eager",
+    )
     theirs = randomise_(LlamaAttention(config, layer_idx=0), seed=4).eval()
-    ours = MultiHeadAttention(d_model, h, bias=False, n_kv_heads=n_kv_heads,
-                              rotary=RotaryEmbedding(d_model // h, max_len=128, base=base)).eval()
+    ours = MultiHeadAttention(
+        d_model, h, bias=False, n_kv_heads=n_kv_heads, rotary=RotaryEmbedding(d_model // h, max_len=128, base=base)
+    ).eval()
     with torch.no_grad():
         for mine, name in ((ours.w_q, "q_proj"), (ours.w_k, "k_proj"), (ours.w_v, "v_proj"), (ours.w_o, "o_proj")):
             mine.weight.copy_(getattr(theirs, name).weight)
@@ -109,7 +120,7 @@ def test_gqa_is_mha_with_shared_key_value_heads():
     gqa = randomise_(MultiHeadAttention(d_model, h, n_kv_heads=n_kv), seed=6).double()
     mha = MultiHeadAttention(d_model, h).double()
     with torch.no_grad():
-        for name in ("w_k", "w_v"):   # (n_kv · d_k, d_model) -> (h · d_k, d_model): head j serves heads 3j..3j+2
+        for name in ("w_k", "w_v"):  # (n_kv · d_k, d_model) -> (h · d_k, d_model): head j serves heads 3j..3j+2
             w = getattr(gqa, name).weight.view(n_kv, 1, d_k, d_model).expand(n_kv, h // n_kv, d_k, d_model)
             getattr(mha, name).weight.copy_(w.reshape(d_model, d_model))
             getattr(mha, name).bias.copy_(getattr(gqa, name).bias.view(n_kv, 1, d_k).expand(n_kv, 3, d_k).flatten())
@@ -118,63 +129,42 @@ def test_gqa_is_mha_with_shared_key_value_heads():
     x = randn(2, 5, d_model, seed=7, dtype=torch.float64)
     torch.testing.assert_close(gqa(x, mask=causal_mask(5)), mha(x, mask=causal_mask(5)), atol=1e-12, rtol=0)
     # the defaults are the original attention: same parameter names and shapes
-    assert {k: v.shape for k, v in MultiHeadAttention(d_model, h, n_kv_heads=h).state_dict().items()} == \
-           {k: v.shape for k, v in mha.state_dict().items()}
+    assert {k: v.shape for k, v in MultiHeadAttention(d_model, h, n_kv_heads=h).state_dict().items()} == {
+        k: v.shape for k, v in mha.state_dict().items()
+    }
 
 
 # ---------------------------------------------------------------- a tiny random Llama
 
-@pytest.fixture(scope="module")
-def tiny_llama():
-    torch.manual_seed(0)
-    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-                         num_hidden_layers=2, vocab_size=100, max_position_embeddings=64, tie_word_embeddings=True,
-                         attn_implementation="eager")
-    model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():                                 # norm gains away from 1, so they are tested too
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.add_(0.1 * torch.randn_like(p))
-    return model
-
 
 def test_from_hf_llama_tiny_same_logits(tiny_llama):
-    model = GPT.from_hf_llama(tiny_llama)
+    hf, model = tiny_llama
     assert not model.training and model.lm_head.weight is model.tok_embed.weight and model.pos_embed is None
     block = model.blocks[0]
     assert isinstance(block.norm1, RMSNorm) and isinstance(block.ffn, SwiGLUFeedForward)
     assert block.self_attn.n_kv_heads == 2 and block.self_attn.rotary is model.blocks[1].self_attn.rotary
-    assert len(model.state_dict()) == len(tiny_llama.state_dict())   # no extra keys: RoPE tables are not saved
+    assert len(model.state_dict()) == len(hf.state_dict())  # no extra keys: RoPE tables are not saved
     x = torch.randint(100, (3, 17), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        expected = tiny_llama(x).logits
+        expected = hf(x).logits
         logits = model(x)
     torch.testing.assert_close(logits, expected, atol=1e-5, rtol=0)
-
-
-def test_from_hf_llama_tiny_same_greedy_tokens(tiny_llama):
-    model = GPT.from_hf_llama(tiny_llama)
-    prompt = torch.randint(3, 100, (2, 5), generator=torch.Generator().manual_seed(2))
-    expected = tiny_llama.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=20,
-                                   do_sample=False, eos_token_id=None, pad_token_id=0)
-    assert torch.equal(model.generate(prompt, 20), expected)
 
 
 def test_llama_style_gpt_from_scratch():
     """The options work without transformers too: a Llama-shaped GPT trains like any other."""
     torch.manual_seed(0)
-    model = GPT(vocab_size=30, d_model=32, h=4, N=2, d_ff=64, max_len=16, bias=False, norm="rmsnorm",
-                ffn="swiglu", positional="rotary", n_kv_heads=2)
+    model = GPT(GPTConfig.llama(vocab_size=30, d_model=32, h=4, N=2, d_ff=64, max_len=16, n_kv_heads=2))
     assert "pos_embed.embedding.weight" not in model.state_dict()
     assert not any(name.endswith("bias") for name in model.state_dict())
     x = torch.randint(30, (2, 10))
     y = x.clone()
     y[:, 6:] = 0
-    torch.testing.assert_close(model(x)[:, :6], model(y)[:, :6])   # causal: the future does not matter
+    torch.testing.assert_close(model(x)[:, :6], model(y)[:, :6])  # causal: the future does not matter
     loss = torch.nn.functional.cross_entropy(model(x)[:, :-1].reshape(-1, 30), x[:, 1:].reshape(-1))
     loss.backward()
     assert all(p.grad is not None for p in model.parameters())
-    assert model.generate(x[:, :3], 5).shape == (2, 8)
+    assert generate(model, x[:, :3], 5).shape == (2, 8)
 
 
 # ---------------------------------------------------------------- the real SmolLM2-135M-Instruct
@@ -183,6 +173,7 @@ PROMPTS = ["The capital of France is", "def fibonacci(n):\n    "]
 
 
 # the `smollm2` fixture (model, ours, tokenizer) is in tests/conftest.py, loaded once per session
+
 
 def test_smollm2_config(smollm2):
     hf, model, _ = smollm2
@@ -194,15 +185,16 @@ def test_smollm2_config(smollm2):
 
 def test_smollm2_same_logits(smollm2):
     hf, model, tokenizer = smollm2
-    chat = tokenizer.apply_chat_template([{"role": "user", "content": "What is a transformer?"}],
-                                         add_generation_prompt=True, tokenize=False)
+    chat = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "What is a transformer?"}], add_generation_prompt=True, tokenize=False
+    )
     for text in PROMPTS + [chat]:
         ids = tokenizer(text, return_tensors="pt").input_ids
         with torch.no_grad():
             expected, logits = hf(ids).logits, model(ids)
         diff = (logits - expected).abs().max().item()
         print(f"SmolLM2 max |logit difference| vs eager attention on {ids.shape[1]} tokens: {diff:.2e}")
-        assert diff <= 1e-4, diff                         # in fact 0: the same float32 operations
+        assert diff <= 1e-4, diff  # in fact 0: the same float32 operations
         assert torch.equal(logits.argmax(-1), expected.argmax(-1))
     # transformers' default attention (torch's fused sdpa) sums in another order: float32 noise, still close
     ids = tokenizer(PROMPTS[0], return_tensors="pt").input_ids
@@ -218,17 +210,18 @@ def test_smollm2_same_logits(smollm2):
 
 def test_smollm2_same_greedy_continuation(smollm2):
     hf, model, tokenizer = smollm2
-    ids = tokenizer(PROMPTS[0], return_tensors="pt").input_ids   # one prompt: no KV cache yet, so it is slow
+    ids = tokenizer(PROMPTS[0], return_tensors="pt").input_ids  # the whole sequence every step, as lecture 8
     expected = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=20, do_sample=False)
-    ours = model.generate(ids, 20, eos_id=hf.generation_config.eos_token_id)
+    ours = generate(model, ids, 20, eos_id=hf.generation_config.eos_token_id, use_cache=False)
     assert torch.equal(ours, expected), (tokenizer.decode(ours[0]), tokenizer.decode(expected[0]))
-    assert tokenizer.decode(ours[0, ids.shape[1]:]).startswith(" Paris")
+    assert tokenizer.decode(ours[0, ids.shape[1] :]).startswith(" Paris")
 
 
 # ---------------------------------------------------------------- bad input
 
+
 def test_bad_input():
-    with pytest.raises(ValueError, match="n_kv_heads .* dividing .* h \\(8\\)"):
+    with pytest.raises(ValueError, match="n_kv_heads \\(3\\) must divide .* h \\(8\\)"):
         MultiHeadAttention(64, 8, n_kv_heads=3)
     with pytest.raises(ValueError, match="n_kv_heads"):
         MultiHeadAttention(64, 8, n_kv_heads=0)
@@ -245,30 +238,37 @@ def test_bad_input():
         EncoderBlock(32, 4, 64, norm="batchnorm")
     with pytest.raises(ValueError, match="unknown ffn 'moe'"):
         EncoderBlock(32, 4, 64, ffn="moe")
-    with pytest.raises(ValueError, match="always gates with SiLU"):
-        EncoderBlock(32, 4, 64, ffn="swiglu", activation="relu")
     config = dict(vocab_size=10, d_model=32, h=4, N=1, d_ff=64, max_len=8)
     with pytest.raises(ValueError, match="unknown norm 'rms'"):
-        GPT(**config, norm="rms")
+        GPTConfig(**config, norm="rms")
     with pytest.raises(ValueError, match="unknown ffn 'glu'"):
-        GPT(**config, ffn="glu")
+        GPT(GPTConfig(**config, ffn="glu"))
     with pytest.raises(ValueError, match="unknown positional 'sinusoidal'"):
-        GPT(**config, positional="sinusoidal")
+        GPTConfig(**config, positional="sinusoidal")
     with pytest.raises(ValueError, match="n_kv_heads"):
-        GPT(**config, n_kv_heads=3)
+        GPT(GPTConfig(**config, n_kv_heads=3))
     with pytest.raises(ValueError, match="d_head must be even"):
-        GPT(vocab_size=10, d_model=12, h=4, N=1, d_ff=8, max_len=8, positional="rotary")
+        GPT(GPTConfig.llama(vocab_size=10, d_model=12, h=4, n_kv_heads=2, N=1, d_ff=8, max_len=8))
     with pytest.raises(ValueError, match="eps"):
         RMSNorm(8, eps=0)
     with pytest.raises(ValueError, match="d_model=8"):
         RMSNorm(8)(randn(2, 7))
     with pytest.raises(TypeError, match="floating-point"):
         SwiGLUFeedForward(8, 16)(torch.ones(2, 8, dtype=torch.long))
-    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10, n_positions=8,
-                                      bos_token_id=0, eos_token_id=0))
-    with pytest.raises(ValueError, match="expected a Llama model, got model_type 'gpt2'"):
-        GPT.from_hf_llama(gpt2)
-    gelu_llama = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=16, num_attention_heads=2,
-                                              num_hidden_layers=1, vocab_size=10, hidden_act="gelu"))
+    gpt2 = GPT2LMHeadModel(
+        GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10, n_positions=8, bos_token_id=0, eos_token_id=0)
+    )
+    with pytest.raises(ValueError, match="expected a 'llama' model, got model_type 'gpt2'"):
+        from_hf_llama(gpt2)
+    gelu_llama = LlamaForCausalLM(
+        LlamaConfig(
+            hidden_size=8,
+            intermediate_size=16,
+            num_attention_heads=2,
+            num_hidden_layers=1,
+            vocab_size=10,
+            hidden_act="gelu",
+        )
+    )
     with pytest.raises(ValueError, match="hidden_act 'gelu'"):
-        GPT.from_hf_llama(gelu_llama)
+        from_hf_llama(gelu_llama)

@@ -1,18 +1,18 @@
 """scratch.models: the encoder-decoder against torch.nn.Transformer, GPT against Hugging Face GPT-2,
-the BERT Encoder against the real MiniLM, greedy decoding, and bad input."""
+BERT against the real MiniLM, the configuration's presets, greedy decoding, and bad input."""
+
 import math
 
 import pytest
 import torch
 from torch import nn
 
-from scratch import assets
 from scratch.attention import causal_mask
-from scratch.models import GPT, Encoder, Transformer
+from scratch.models import BERT, GPT, GPTConfig, Transformer
+from scratch.pretrained import from_hf_bert
+from scratch.sampling import generate
 
 PAD, BOS, EOS = 0, 1, 2
-
-
 
 
 def ids(*rows, pad=PAD):
@@ -34,10 +34,12 @@ TGT = ids([BOS, 3, 4, 5], [BOS, 6], [BOS, 7, 8, 9])
 
 # ---------------------------------------------------------------- Transformer vs torch.nn.Transformer
 
+
 def copy_attention(ours, theirs):
     with torch.no_grad():
-        for linear, w, b in zip((ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3),
-                                theirs.in_proj_bias.chunk(3)):
+        for linear, w, b in zip(
+            (ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3), theirs.in_proj_bias.chunk(3)
+        ):
             linear.weight.copy_(w)
             linear.bias.copy_(b)
         ours.w_o.load_state_dict(theirs.out_proj.state_dict())
@@ -49,8 +51,11 @@ def torch_twin(model, norm_first, activation):
     torch always ends both stacks with a LayerNorm; the paper's post-LN model does not (each block already
     ends with one), so for post-LN those two are removed from torch's model.
     """
-    ref = nn.Transformer(32, 4, 2, 2, 64, dropout=0.0, activation=activation, batch_first=True,
-                         norm_first=norm_first).double().eval()
+    ref = (
+        nn.Transformer(32, 4, 2, 2, 64, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first)
+        .double()
+        .eval()
+    )
     with torch.no_grad():
         for p in ref.parameters():
             if p.dim() == 1:
@@ -79,13 +84,19 @@ def test_transformer_matches_torch(norm_first, activation):
     model = small_transformer(norm_first, activation)
     ref = torch_twin(model, norm_first, activation)
     with torch.no_grad():
-        scale = math.sqrt(32)                               # same embeddings, PE and tied head around torch's stacks
+        scale = math.sqrt(32)  # same embeddings, PE and tied head around torch's stacks
         src_x = model.pos(model.src_embed(SRC) * scale)
         tgt_x = model.pos(model.tgt_embed(TGT) * scale)
         # torch's boolean masks mean the opposite of ours: True = hidden
-        out = ref(src_x, tgt_x, tgt_mask=~causal_mask(TGT.shape[1]), src_key_padding_mask=SRC == PAD,
-                  memory_key_padding_mask=SRC == PAD, tgt_key_padding_mask=TGT == PAD)
-        expected = out @ model.tgt_embed.weight.T           # tied de-embedding: h E^T
+        out = ref(
+            src_x,
+            tgt_x,
+            tgt_mask=~causal_mask(TGT.shape[1]),
+            src_key_padding_mask=SRC == PAD,
+            memory_key_padding_mask=SRC == PAD,
+            tgt_key_padding_mask=TGT == PAD,
+        )
+        expected = out @ model.tgt_embed.weight.T  # tied de-embedding: h E^T
         logits = model(SRC, TGT)
     assert logits.shape == (3, 4, 11)
     torch.testing.assert_close(logits, expected, atol=1e-10, rtol=0)
@@ -102,8 +113,8 @@ def test_transformer_weights_and_tying():
     cross = weights["cross"][1]
     assert cross.shape == (3, 4, 4, 5)
     torch.testing.assert_close(cross.sum(-1), torch.ones(3, 4, 4, dtype=torch.float64), atol=1e-12, rtol=0)
-    assert (cross[1, :, :, 3:] == 0).all()                  # source padding gets no attention
-    assert (weights["decoder"][0].triu(1) == 0).all()       # no peeking at later targets
+    assert (cross[1, :, :, 3:] == 0).all()  # source padding gets no attention
+    assert (weights["decoder"][0].triu(1) == 0).all()  # no peeking at later targets
     torch.testing.assert_close(logits, model(SRC, TGT), atol=0, rtol=0)
     untied = small_transformer(tie_embeddings=False)
     assert untied.lm_head.weight is not untied.tgt_embed.weight
@@ -113,7 +124,7 @@ def test_transformer_is_causal_and_ignores_padding():
     model = small_transformer(norm_first=True)
     logits = model(SRC, TGT)
     changed = TGT.clone()
-    changed[:, -1] = 5                                      # a different last target token
+    changed[:, -1] = 5  # a different last target token
     torch.testing.assert_close(model(SRC, changed)[:, :-1], logits[:, :-1], atol=1e-12, rtol=0)
     more_padding = torch.cat([SRC, torch.zeros(3, 2, dtype=torch.long)], dim=1)
     torch.testing.assert_close(model(more_padding, TGT), logits, atol=1e-12, rtol=0)
@@ -130,122 +141,92 @@ def test_greedy_decode_matches_step_by_step_argmax():
     model = small_transformer(seed=3)
     out = model.greedy_decode(SRC, BOS, EOS, max_len=8)
     assert out.shape[0] == 3 and out.shape[1] <= 8
-    for row in range(3):                                    # re-run each source alone, full forward each step
+    for row in range(3):  # re-run each source alone, full forward each step
         ys = [BOS]
         for _ in range(out.shape[1]):
-            nxt = int(model(SRC[row:row + 1], torch.tensor([ys]))[0, -1].argmax())
+            nxt = int(model(SRC[row : row + 1], torch.tensor([ys]))[0, -1].argmax())
             ys.append(nxt)
             if nxt == EOS:
                 break
         generated = ys[1:]
-        assert out[row, :len(generated)].tolist() == generated
-        assert (out[row, len(generated):] == PAD).all()
+        assert out[row, : len(generated)].tolist() == generated
+        assert (out[row, len(generated) :] == PAD).all()
 
 
 def test_greedy_decode_stops_at_eos_and_restores_mode():
     model = small_transformer(seed=4)
     push_eos = torch.zeros(11, dtype=torch.float64)
-    push_eos[EOS] = 100.0                                   # EOS always wins from the second step on
+    push_eos[EOS] = 100.0  # EOS always wins from the second step on
     calls = []
     model.lm_head.register_forward_hook(lambda m, i, o: calls.append(1) or (o + push_eos if len(calls) > 1 else o))
     model.train()
     out = model.greedy_decode(SRC, BOS, EOS, max_len=8)
     assert out.shape == (3, 2) and (out[:, 1] == EOS).all()  # one token, then EOS everywhere: stopped
     assert len(calls) == 2
-    assert model.training                                   # the previous mode is restored
+    assert model.training  # the previous mode is restored
 
 
 # ---------------------------------------------------------------- GPT vs Hugging Face GPT-2
 
-@pytest.fixture(scope="module")
-def hf_gpt2():
-    from transformers import GPT2Config, GPT2LMHeadModel
 
-    torch.manual_seed(0)
-    config = GPT2Config(n_layer=2, n_head=4, n_embd=64, vocab_size=100, n_positions=64, resid_pdrop=0.0,
-                        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=99)
-    config._attn_implementation = "eager"                   # so that it returns attention weights
-    model = GPT2LMHeadModel(config).eval()
-    with torch.no_grad():                                   # LayerNorms away from 1/0, so they are tested too
-        for name, p in model.named_parameters():
-            if p.dim() == 1:
-                p.add_(0.1 * torch.randn_like(p))
-    return model
-
-
-def test_gpt_from_hf_gpt2_same_logits(hf_gpt2):
-    model = GPT.from_hf_gpt2(hf_gpt2)
+def test_gpt_from_hf_gpt2_same_logits(tiny_gpt2):
+    hf, model = tiny_gpt2
     assert not model.training and model.lm_head.weight is model.tok_embed.weight
     x = torch.randint(100, (3, 17), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        expected = hf_gpt2(x).logits
+        expected = hf(x).logits
         logits, weights = model(x, need_weights=True)
-        hf_weights = hf_gpt2(x, output_attentions=True).attentions
+        hf_weights = hf(x, output_attentions=True).attentions
     torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
     assert len(weights) == 2 and weights[0].shape == (3, 4, 17, 17)
     for ours, theirs in zip(weights, hf_weights):
         torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
-def test_gpt_generate_matches_hf_generate(hf_gpt2):
-    model = GPT.from_hf_gpt2(hf_gpt2)
-    prompt = torch.randint(1, 99, (2, 5), generator=torch.Generator().manual_seed(2))
-    expected = hf_gpt2.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=20,
-                                do_sample=False, eos_token_id=None, pad_token_id=0)
-    assert torch.equal(model.generate(prompt, 20), expected)
-    # with an EOS: pick the token greedy decoding emits 4th in row 0, so that row stops early
-    eos = int(expected[0, 5 + 3])
-    expected = hf_gpt2.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=20,
-                                do_sample=False, eos_token_id=eos, pad_token_id=eos)
-    assert torch.equal(model.generate(prompt, 20, eos_id=eos), expected)
-
-
-def test_gpt_generate_crops_to_max_len():
-    torch.manual_seed(0)
-    model = GPT(vocab_size=20, d_model=16, h=2, N=1, d_ff=32, max_len=8)
-    prompt = torch.randint(20, (1, 8))
-    out = model.generate(prompt, 3)
-    assert out.shape == (1, 11) and torch.equal(out[:, :8], prompt)
-    nxt = model(out[:, 2:10])[0, -1].argmax()               # the last token saw only the last 8
-    assert int(out[0, 10]) == int(nxt)
+def test_gpt_config_presets():
+    """The defaults are GPT-2 small (124 M parameters); the Llama preset is SmolLM2-135M's architecture."""
+    with torch.device("meta"):  # shapes only, no memory
+        gpt2, llama = GPT(GPTConfig.gpt2()), GPT(GPTConfig.llama())
+    assert GPTConfig() == GPTConfig.gpt2() and sum(p.numel() for p in gpt2.parameters()) == 124_439_808
+    assert sum(p.numel() for p in llama.parameters()) == 134_515_008  # SmolLM2-135M-Instruct
+    assert llama.pos_embed is None and llama.blocks[0].self_attn.n_kv_heads == 3
+    small = GPTConfig.llama(d_model=64, h=4, n_kv_heads=2, N=2, d_ff=128, vocab_size=100, max_len=32)
+    assert small.norm == "rmsnorm" and small.ffn == "swiglu" and small.positional == "rotary" and not small.bias
 
 
 def test_gpt_is_causal_and_initialised_small():
     torch.manual_seed(0)
-    model = GPT(vocab_size=50, d_model=32, h=4, N=2, d_ff=128, max_len=16)
+    model = GPT(GPTConfig.gpt2(vocab_size=50, d_model=32, h=4, N=2, d_ff=128, max_len=16))
     x = torch.randint(50, (2, 10))
     y = x.clone()
     y[:, 6:] = 0
     torch.testing.assert_close(model(x)[:, :6], model(y)[:, :6])
     assert abs(model.tok_embed.weight.std().item() - 0.02) < 0.002
-    assert model.blocks[0].ffn.linear2.weight.std().item() < 0.012     # 0.02 / sqrt(2N) = 0.01
+    assert model.blocks[0].ffn.linear2.weight.std().item() < 0.012  # 0.02 / sqrt(2N) = 0.01
 
 
-# ---------------------------------------------------------------- Encoder vs the real MiniLM
-
-@pytest.fixture(scope="module")
-def minilm():
-    from transformers import AutoModel, AutoTokenizer
-
-    folder = assets.minilm_dir()
-    model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
-    return model, AutoTokenizer.from_pretrained(folder)
+# ---------------------------------------------------------------- BERT vs the real MiniLM
 
 
-def test_encoder_from_hf_bert_matches_minilm(minilm):
+def test_bert_from_hf_bert_matches_minilm(minilm):
     hf, tokenizer = minilm
-    model = Encoder.from_hf_bert(hf)
+    model = from_hf_bert(hf)
     assert len(model.blocks) == 6 and model.blocks[0].self_attn.h == 12
-    batch = tokenizer(["The dog ate the food because it was hungry.", "Call me Ishmael."],
-                      padding=True, return_tensors="pt")
-    pair = tokenizer("I went to the store to buy some groceries.",
-                     "When I got home, I realized I forgot to buy milk.", return_tensors="pt")
+    batch = tokenizer(
+        ["The dog ate the food because it was hungry.", "Call me Ishmael."], padding=True, return_tensors="pt"
+    )
+    pair = tokenizer(
+        "I went to the store to buy some groceries.",
+        "When I got home, I realized I forgot to buy milk.",
+        return_tensors="pt",
+    )
     assert pair["token_type_ids"].max() == 1 and (batch["attention_mask"] == 0).any()
     for inputs in (batch, pair):
         with torch.no_grad():
             expected = hf(**inputs, output_hidden_states=True, output_attentions=True)
-            states, weights = model.hidden_states(inputs["input_ids"], inputs["token_type_ids"],
-                                                  inputs["attention_mask"], need_weights=True)
+            states, weights = model.hidden_states(
+                inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"], need_weights=True
+            )
             last = model(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"])
         torch.testing.assert_close(last, expected.last_hidden_state, atol=1e-4, rtol=1e-4)
         assert len(states) == 7 and len(weights) == 6
@@ -261,6 +242,7 @@ def test_encoder_from_hf_bert_matches_minilm(minilm):
 
 # ---------------------------------------------------------------- bad input
 
+
 def test_bad_token_ids():
     model = small_transformer()
     with pytest.raises(ValueError, match=r"src contains token ids outside the vocabulary 0..12"):
@@ -269,7 +251,7 @@ def test_bad_token_ids():
         model(ids([3, 4]), ids([BOS, -1]))
     with pytest.raises(ValueError, match="src is too long: 21 tokens, but max_len = 20"):
         model(torch.full((1, 21), 3), ids([BOS]))
-    with pytest.raises(ValueError, match="batch sizes differ: src has 2, tgt has 1"):
+    with pytest.raises(ValueError, match="batch sizes differ: tgt has 1, memory has 2, src has 2"):
         model(ids([3], [4]), ids([BOS]))
     with pytest.raises(TypeError, match="integer tensor"):
         model(ids([3, 4]).float(), ids([BOS]))
@@ -281,14 +263,14 @@ def test_bad_token_ids():
         model.greedy_decode(ids([3]), BOS, EOS, max_len=30)
     with pytest.raises(ValueError, match="eos_id = 11 is outside"):
         model.greedy_decode(ids([3]), BOS, 11)
-    gpt = GPT(vocab_size=20, d_model=16, h=2, N=1, d_ff=32, max_len=8)
+    gpt = GPT(GPTConfig.gpt2(vocab_size=20, d_model=16, h=2, N=1, d_ff=32, max_len=8))
     with pytest.raises(ValueError, match="outside the vocabulary 0..19"):
         gpt(torch.tensor([[1, 20]]))
     with pytest.raises(ValueError, match="too long: 9 tokens"):
         gpt(torch.ones(1, 9, dtype=torch.long))
     with pytest.raises(ValueError, match="max_new_tokens"):
-        gpt.generate(torch.ones(1, 2, dtype=torch.long), -1)
-    bert = Encoder(vocab_size=30, d_model=16, h=2, N=1, d_ff=32, max_len=8)
+        generate(gpt, torch.ones(1, 2, dtype=torch.long), -1)
+    bert = BERT(vocab_size=30, d_model=16, h=2, N=1, d_ff=32, max_len=8)
     with pytest.raises(ValueError, match="token_type_ids contains token ids outside the vocabulary 0..1"):
         bert(torch.ones(1, 3, dtype=torch.long), token_type_ids=torch.full((1, 3), 2))
     with pytest.raises(ValueError, match="attention_mask must be a tensor of the shape of ids"):
@@ -299,12 +281,14 @@ def test_bad_configuration():
     with pytest.raises(ValueError, match="divisible"):
         Transformer(10, 10, d_model=30, h=4)
     with pytest.raises(ValueError, match="divisible"):
-        GPT(vocab_size=10, d_model=30, h=4, N=1, d_ff=8, max_len=8)
+        GPTConfig(vocab_size=10, d_model=30, h=4, N=1, d_ff=8, max_len=8)
     with pytest.raises(ValueError, match="unknown activation 'swish'"):
         Transformer(10, 10, d_model=32, h=4, N=1, d_ff=8, activation="swish")
     with pytest.raises(ValueError, match="unknown activation"):
-        Encoder(10, 32, 4, 1, 8, activation="swish")
+        BERT(10, 32, 4, 1, 8, activation="swish")
     with pytest.raises(ValueError, match="pad_id = 10 is outside"):
         Transformer(10, 12, d_model=32, h=4, N=1, d_ff=8, pad_id=10)
     with pytest.raises(ValueError, match="N must be at least 1"):
-        GPT(vocab_size=10, d_model=32, h=4, N=0, d_ff=8, max_len=8)
+        GPTConfig(vocab_size=10, d_model=32, h=4, N=0, d_ff=8, max_len=8)
+    with pytest.raises(TypeError, match="config must be a GPTConfig"):
+        GPT(dict(vocab_size=10))

@@ -1,4 +1,5 @@
 """The committed notebooks are what nbval needs: executed top to bottom in one kernel, clean, offline."""
+
 import json
 import re
 from pathlib import Path
@@ -26,7 +27,8 @@ def test_committed_executed_in_order(path):
     counts = [c["execution_count"] for c in code_cells(path) if "".join(c["source"]).strip()]
     assert None not in counts, f"{path.name}: unexecuted cells; run `make outputs NB={path.relative_to(ROOT)}`"
     assert counts == list(range(1, len(counts) + 1)), (
-        f"{path.name}: cells not executed top to bottom in one kernel; run `make outputs`")
+        f"{path.name}: cells not executed top to bottom in one kernel; run `make outputs`"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -42,7 +44,9 @@ def test_clean_outputs(path):
             comment = line.strip().lstrip("#").strip()
             if line.strip().startswith("#") and comment.startswith("NBVAL"):
                 # nbval honours a marker only when it stands alone on its line
-                assert comment in NBVAL_MARKERS, f"{path.name} cell {i}: {line.strip()!r}: put the marker alone on its line"
+                assert comment in NBVAL_MARKERS, (
+                    f"{path.name} cell {i}: {line.strip()!r}: put the marker alone on its line"
+                )
         assert not HUB_ID.search(source), f"{path.name} cell {i}: loads from the hub; use scratch.assets"
         # under nbval a trailing ';' does not hide the value, so the stored and fresh outputs differ
         assert not source.rstrip().endswith(";"), f"{path.name} cell {i}: end plot cells with plt.show()"

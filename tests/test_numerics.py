@@ -4,6 +4,7 @@ Stored notebook outputs hold on another machine only if the kernel that runs the
 and NumPy's kernel choice before torch loads. These tests start the kernel each notebook names, as
 nbval, `make outputs`, `make book` and JupyterLab do, and ask it what it computes with.
 """
+
 import json
 import platform
 from pathlib import Path
@@ -16,8 +17,10 @@ from scratch import kernel, numerics
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
-pinned_cpu = pytest.mark.skipif(not numerics.cpu_supports_pinned_path(),
-                                reason="this CPU has no AVX2: the course runs unpinned here (make test NBVAL=lax)")
+pinned_cpu = pytest.mark.skipif(
+    not numerics.cpu_supports_pinned_path(),
+    reason="this CPU has no AVX2: the course runs unpinned here (make test NBVAL=lax)",
+)
 
 
 def kernel_names():
@@ -27,7 +30,9 @@ def kernel_names():
 def test_every_notebook_names_the_course_kernel():
     for path in NOTEBOOKS:
         spec = json.loads(path.read_text())["metadata"]["kernelspec"]
-        assert spec["name"] == kernel.KERNEL_NAME, f"{path.name}: kernelspec {spec['name']!r}; the course kernel is 'scratch'"
+        assert spec["name"] == kernel.KERNEL_NAME, (
+            f"{path.name}: kernelspec {spec['name']!r}; the course kernel is 'scratch'"
+        )
         assert spec["display_name"] == kernel.KERNEL_DISPLAY_NAME, path.name
 
 
@@ -43,14 +48,17 @@ def test_the_kernel_spec_pins_the_numeric_path(name):
 
 
 @pinned_cpu
+@pytest.mark.slow
 @pytest.mark.parametrize("name", kernel_names())
 def test_a_started_kernel_runs_on_the_pinned_path(name):
     """What the kernel really computes with, asked from inside it after `import torch` (before scratch)."""
     manager, client = start_new_kernel(kernel_name=name)
     try:
-        code = ("import json, os, torch\n"
-                "print(json.dumps({'capability': torch.backends.cpu.get_cpu_capability(),"
-                " 'threads': torch.get_num_threads(), 'env': dict(os.environ)}))")
+        code = (
+            "import json, os, torch\n"
+            "print(json.dumps({'capability': torch.backends.cpu.get_cpu_capability(),"
+            " 'threads': torch.get_num_threads(), 'env': dict(os.environ)}))"
+        )
         reply = {}
 
         def collect(msg):

@@ -1,13 +1,20 @@
 """scratch.span_corruption: T5's noise mask measured over many samples, the corruption checked by hand and by
 reconstruction, shift_right against transformers' own."""
+
 import random
 import statistics
 
 import pytest
 import torch
 
-from scratch.span_corruption import (IGNORE_INDEX, corrupt_ids, random_spans_noise_mask, sentinel_tokens,
-                                     shift_right, span_corruption)
+from scratch.span_corruption import (
+    IGNORE_INDEX,
+    corrupt_ids,
+    random_spans_noise_mask,
+    sentinel_tokens,
+    shift_right,
+    span_corruption,
+)
 
 
 def spans_of(mask):
@@ -56,7 +63,7 @@ def test_counts_follow_t5s_rule():
     for length, noise, spans in [(64, 10, 3), (20, 3, 1), (100, 15, 5), (2, 1, 1), (7, 1, 1)]:
         mask = random_spans_noise_mask(length, 0.15, 3.0, rng)
         assert len(mask) == length and sum(mask) == noise and len(spans_of(mask)) == spans
-        assert not mask[0] and mask[-1]   # kept first, noise last, as T5's alternation gives
+        assert not mask[0] and mask[-1]  # kept first, noise last, as T5's alternation gives
 
 
 def test_noise_density_and_span_length_over_many_samples():
@@ -69,11 +76,11 @@ def test_noise_density_and_span_length_over_many_samples():
         noise += sum(mask)
         total += length
         span_lengths += spans_of(mask)
-    assert abs(noise / total - 0.15) < 0.003                       # rounding per sequence only
+    assert abs(noise / total - 0.15) < 0.003  # rounding per sequence only
     assert abs(statistics.mean(span_lengths) - 3.0) < 0.15
-    assert min(span_lengths) >= 1 and max(span_lengths) > 6        # lengths vary: random segmentation
+    assert min(span_lengths) >= 1 and max(span_lengths) > 6  # lengths vary: random segmentation
     counts = {k: span_lengths.count(k) / len(span_lengths) for k in (1, 2, 3)}
-    assert counts[1] > counts[2] > counts[3]                        # roughly geometric, as for a random split
+    assert counts[1] > counts[2] > counts[3]  # roughly geometric, as for a random split
 
 
 def test_all_masks_equally_likely():
@@ -84,7 +91,7 @@ def test_all_masks_equally_likely():
         mask = tuple(random_spans_noise_mask(40, 0.15, 3.0, rng))
         counts[mask] = counts.get(mask, 0) + 1
     assert len(counts) == 5 * 33
-    assert 3 <= min(counts.values()) and max(counts.values()) <= 45   # 20 expected each; Poisson spread
+    assert 3 <= min(counts.values()) and max(counts.values()) <= 45  # 20 expected each; Poisson spread
 
 
 def test_sentinels_in_order_and_reconstruction():
@@ -96,15 +103,15 @@ def test_sentinels_in_order_and_reconstruction():
         inputs, targets = span_corruption(items, mask, sentinels)
         n_spans = len(spans_of(mask))
         assert [x for x in inputs if x in sentinels] == sentinels[:n_spans]
-        assert [x for x in targets if x in sentinels] == sentinels[:n_spans]      # mask ends with noise
+        assert [x for x in targets if x in sentinels] == sentinels[:n_spans]  # mask ends with noise
         assert len(inputs) == len(items) - sum(mask) + n_spans
         assert len(targets) == sum(mask) + n_spans
         assert reconstruct(inputs, targets, set(sentinels)) == items
 
 
 def test_corrupt_ids_appends_eos_and_uses_sentinel_ids():
-    ids = list(range(10, 74))                                       # 64 ids
-    sentinel_ids = list(range(199, 99, -1))                         # <extra_id_0> = 199, the last id, as in T5
+    ids = list(range(10, 74))  # 64 ids
+    sentinel_ids = list(range(199, 99, -1))  # <extra_id_0> = 199, the last id, as in T5
     inputs, labels = corrupt_ids(ids, sentinel_ids, eos_id=1, rng=random.Random(0))
     assert inputs[-1] == labels[-1] == 1
     assert labels[0] == 199 and 199 in inputs
@@ -114,8 +121,18 @@ def test_corrupt_ids_appends_eos_and_uses_sentinel_ids():
 def test_shift_right_equals_transformers():
     from transformers import T5Config, T5ForConditionalGeneration
 
-    model = T5ForConditionalGeneration(T5Config(vocab_size=50, d_model=8, d_kv=4, d_ff=16, num_layers=1,
-                                                num_heads=2, decoder_start_token_id=0, pad_token_id=0))
+    model = T5ForConditionalGeneration(
+        T5Config(
+            vocab_size=50,
+            d_model=8,
+            d_kv=4,
+            d_ff=16,
+            num_layers=1,
+            num_heads=2,
+            decoder_start_token_id=0,
+            pad_token_id=0,
+        )
+    )
     labels = torch.tensor([[5, 6, 7, 1], [8, 1, IGNORE_INDEX, IGNORE_INDEX]])
     shifted = shift_right(labels, decoder_start_token_id=0, pad_token_id=0)
     assert shifted.tolist() == [[0, 5, 6, 7], [0, 8, 1, 0]]

@@ -1,10 +1,25 @@
 """scratch.tasks: number words checked by hand, the translation data set, the character data set."""
+
 import pytest
 import torch
 
-from scratch.tasks import (ENGLISH_TOKENS, GERMAN_TOKENS, MAX_NUMBER, ONE_WORD_NUMBERS, CharDataset, Vocabulary,
-                           accuracy_by_length, english_number, english_tokens, german_number, german_tokens,
-                           is_held_out, moby_dick_dataset, number_length, number_translation_dataset)
+from scratch.tasks import (
+    ENGLISH_TOKENS,
+    GERMAN_TOKENS,
+    MAX_NUMBER,
+    ONE_WORD_NUMBERS,
+    CharDataset,
+    Vocabulary,
+    accuracy_by_length,
+    english_number,
+    english_tokens,
+    german_number,
+    german_tokens,
+    is_held_out,
+    moby_dick_dataset,
+    number_length,
+    number_translation_dataset,
+)
 
 KNOWN = {  # n: (English, German), written by hand
     0: ("zero", "null"),
@@ -39,8 +54,10 @@ KNOWN = {  # n: (English, German), written by hand
     31000: ("thirty-one thousand", "einunddreißigtausend"),
     100000: ("one hundred thousand", "einhunderttausend"),
     101001: ("one hundred one thousand one", "einhunderteintausendeins"),
-    999999: ("nine hundred ninety-nine thousand nine hundred ninety-nine",
-             "neunhundertneunundneunzigtausendneunhundertneunundneunzig"),
+    999999: (
+        "nine hundred ninety-nine thousand nine hundred ninety-nine",
+        "neunhundertneunundneunzigtausendneunhundertneunundneunzig",
+    ),
 }
 
 
@@ -51,7 +68,7 @@ def test_known_numbers(n):
 
 def test_tokens():
     assert english_tokens(23) == ["twenty", "-", "three"]
-    assert german_tokens(23) == ["drei", "und", "zwanzig"]          # units before tens
+    assert german_tokens(23) == ["drei", "und", "zwanzig"]  # units before tens
     assert german_tokens(1001) == ["ein", "tausend", "eins"]
     assert german_tokens(17) == ["siebzehn"]
 
@@ -63,14 +80,14 @@ def test_every_number_uses_the_vocabulary_and_concatenates():
         assert german_number(n) == "".join(german_tokens(n))
         assert english_number(n).replace("-", " ").split() == [t for t in english_tokens(n) if t != "-"]
     used = set().union(*(german_tokens(n) for n in range(2000)))
-    assert used == german                                          # every German token occurs below 2000
+    assert used == german  # every German token occurs below 2000
 
 
 def test_vocabulary():
     vocab = Vocabulary(["a", "b"])
     assert (vocab.pad_id, vocab.bos_id, vocab.eos_id, len(vocab)) == (0, 1, 2, 5)
     assert vocab.encode(["b", "a"]) == [4, 3]
-    assert vocab.decode([1, 3, 4, 2, 3, 0]) == ["a", "b"]           # stops at <eos>
+    assert vocab.decode([1, 3, 4, 2, 3, 0]) == ["a", "b"]  # stops at <eos>
     assert vocab.decode(torch.tensor([3, 0, 0])) == ["a"]
     with pytest.raises(ValueError, match="'c' is not in the vocabulary"):
         vocab.encode(["c"])
@@ -81,46 +98,45 @@ def test_vocabulary():
 
 
 def test_number_translation_dataset():
-    data = number_translation_dataset(seed=1, n_train=300, n_test=50, max_number=999)
-    assert len(data.train_numbers) == 300 and len(data.test_numbers) == 50
-    assert not set(data.train_numbers) & set(data.test_numbers)      # held out
-    assert data.train_src.shape[0] == 300 and data.test_tgt.shape[0] == 50
-    assert data.train_src.shape[1] == data.test_src.shape[1] and data.train_tgt.dtype == torch.long
+    data = number_translation_dataset(seed=1, n_train=300, n_val=50, max_number=999)
+    assert len(data.train_numbers) == 300 and len(data.val_numbers) == 50
+    assert not set(data.train_numbers) & set(data.val_numbers)  # held out
+    assert data.train_src.shape[0] == 300 and data.val_tgt.shape[0] == 50
+    assert data.train_src.shape[1] == data.val_src.shape[1] and data.train_tgt.dtype == torch.long
     for i in (0, 57, 299):
         n = data.train_numbers[i]
         assert data.english(data.train_src[i]) == english_number(n)
         assert data.german(data.train_tgt[i]) == german_number(n)
         assert data.train_tgt[i, 0] == data.tgt_vocab.bos_id
-    again = number_translation_dataset(seed=1, n_train=300, n_test=50, max_number=999)
-    assert again.train_numbers == data.train_numbers and torch.equal(again.test_tgt, data.test_tgt)
-    assert number_translation_dataset(seed=2, n_train=300, n_test=50, max_number=999).train_numbers \
-        != data.train_numbers
-    src, tgt_in, tgt_out = data.get_batch("test", 16, torch.Generator().manual_seed(0))
-    assert src.shape == (16, data.test_src.shape[1]) and tgt_in.shape == tgt_out.shape
+    again = number_translation_dataset(seed=1, n_train=300, n_val=50, max_number=999)
+    assert again.train_numbers == data.train_numbers and torch.equal(again.val_tgt, data.val_tgt)
+    assert number_translation_dataset(seed=2, n_train=300, n_val=50, max_number=999).train_numbers != data.train_numbers
+    src, tgt_in, tgt_out = data.get_batch("val", 16, torch.Generator().manual_seed(0))
+    assert src.shape == (16, data.val_src.shape[1]) and tgt_in.shape == tgt_out.shape
     assert (tgt_in[:, 0] == data.tgt_vocab.bos_id).all()
-    assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])              # shifted by one: teacher forcing
-    with pytest.raises(ValueError, match="n_test <= 83"):             # 83 held-out numbers below 1000
-        number_translation_dataset(n_train=900, n_test=84, max_number=999)
-    with pytest.raises(ValueError, match="n_train \\+ n_test <= 1000"):
-        number_translation_dataset(n_train=900, n_test=101, max_number=999, draw="uniform")
+    assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])  # shifted by one: teacher forcing
+    with pytest.raises(ValueError, match="n_val <= 83"):  # 83 held-out numbers below 1000
+        number_translation_dataset(n_train=900, n_val=84, max_number=999)
+    with pytest.raises(ValueError, match="n_train \\+ n_val <= 1000"):
+        number_translation_dataset(n_train=900, n_val=101, max_number=999, draw="uniform")
     with pytest.raises(ValueError, match="draw must be one of 'by-length', 'uniform'"):
         number_translation_dataset(draw="natural")
-    with pytest.raises(ValueError, match="split must be"):
-        data.get_batch("val")
+    with pytest.raises(ValueError, match="unknown split 'test'; choose one of train, val"):
+        data.get_batch("test")
 
 
 def test_every_number_length_is_equally_common_in_training():
-    data = number_translation_dataset(seed=0, n_train=20000, n_test=2000)        # lecture 6's data
+    data = number_translation_dataset(seed=0, n_train=20000, n_val=2000)  # lecture 6's data
     lengths = [number_length(n) for n in data.train_numbers]
     for digits in range(1, 6):
-        assert abs(lengths.count(digits) / len(lengths) - 0.2) < 0.015          # 4,000 +- 3 sigma
-    assert set(ONE_WORD_NUMBERS) - {6, 40} <= set(data.train_numbers)           # 6 and 40 are held out
+        assert abs(lengths.count(digits) / len(lengths) - 0.2) < 0.015  # 4,000 +- 3 sigma
+    assert set(ONE_WORD_NUMBERS) - {6, 40} <= set(data.train_numbers)  # 6 and 40 are held out
     assert not any(is_held_out(str(n)) for n in data.train_numbers)
-    assert all(is_held_out(str(n)) for n in data.test_numbers)
-    assert len(set(data.test_numbers)) == 2000                                   # distinct held-out numbers
-    test_lengths = accuracy_by_length(data.test_numbers, [True] * 2000)
-    assert {d: t for d, (_, t) in test_lengths.items() if d <= 3} == {1: 1, 2: 8, 3: 74}   # all there are
-    assert test_lengths[4][1] > 800 and test_lengths[5][1] > 800
+    assert all(is_held_out(str(n)) for n in data.val_numbers)
+    assert len(set(data.val_numbers)) == 2000  # distinct held-out numbers
+    val_lengths = accuracy_by_length(data.val_numbers, [True] * 2000)
+    assert {d: t for d, (_, t) in val_lengths.items() if d <= 3} == {1: 1, 2: 8, 3: 74}  # all there are
+    assert val_lengths[4][1] > 800 and val_lengths[5][1] > 800
     # the old data: every number equally likely, so short numbers are nearly absent
     uniform = number_translation_dataset(seed=0, draw="uniform")
     assert sum(n < 100 for n in uniform.train_numbers) < 40 and len(set(uniform.train_numbers)) == 20000
@@ -134,7 +150,7 @@ def test_one_word_numbers_and_lengths():
 
 def test_accuracy_by_length():
     assert accuracy_by_length([6, 23, 45, 100], [True, False, True, True]) == {1: (1, 1), 2: (1, 2), 3: (1, 1)}
-    assert list(accuracy_by_length([1000, 5], [0, 1])) == [1, 4]                  # ascending by length
+    assert list(accuracy_by_length([1000, 5], [0, 1])) == [1, 4]  # ascending by length
     with pytest.raises(ValueError, match="as many numbers as verdicts"):
         accuracy_by_length([1, 2], [True])
     with pytest.raises(ValueError, match="as many numbers as verdicts"):
@@ -144,7 +160,7 @@ def test_accuracy_by_length():
 def test_bad_numbers():
     with pytest.raises(ValueError, match="0..999999"):
         german_number(1_000_000)
-    with pytest.raises(ValueError, match="0..999999"):
+    with pytest.raises(ValueError, match="n must be at least 0"):
         english_number(-1)
     with pytest.raises(TypeError, match="must be an int"):
         german_number(2.0)
@@ -157,10 +173,10 @@ def test_char_dataset():
     g = torch.Generator().manual_seed(0)
     x, y = data.get_batch("train", 4, 8, g)
     assert x.shape == y.shape == (4, 8)
-    assert torch.equal(x[:, 1:], y[:, :-1])                          # y is x shifted by one character
+    assert torch.equal(x[:, 1:], y[:, :-1])  # y is x shifted by one character
     with pytest.raises(ValueError, match="block_size"):
         data.get_batch("val", 4, 23)
-    with pytest.raises(ValueError, match="split must be"):
+    with pytest.raises(ValueError, match="unknown split 'test'"):
         data.get_batch("test", 4, 8)
     with pytest.raises(ValueError, match="val_fraction"):
         CharDataset("abc", val_fraction=1.0)
@@ -179,8 +195,18 @@ def test_moby_dick_dataset():
 
 import random  # noqa: E402
 
-from scratch.tasks import (CLASSIFY, T5_TASKS, TEXT_TO_TEXT_TASKS, email_text, exact_match,  # noqa: E402
-                           spam_examples, task_of, task_prefix, text_to_text_dataset, text_to_text_example)
+from scratch.tasks import (  # noqa: E402
+    CLASSIFY,
+    T5_TASKS,
+    TEXT_TO_TEXT_TASKS,
+    email_text,
+    exact_match,
+    spam_examples,
+    task_of,
+    task_prefix,
+    text_to_text_dataset,
+    text_to_text_example,
+)
 
 
 def test_text_to_text_examples_are_right():
@@ -197,7 +223,8 @@ def test_text_to_text_examples_are_right():
         numbers = [int(x) for x in source.removeprefix("sort: ").split()]
         assert [int(x) for x in target.split()] == sorted(numbers) and 3 <= len(numbers) <= 7
     assert text_to_text_example("translate German to English", random.Random(1), max_number=21)[0] in {
-        f"translate German to English: {german_number(n)}" for n in range(22)}
+        f"translate German to English: {german_number(n)}" for n in range(22)
+    }
 
 
 def test_translation_directions_agree_and_prefix_names_the_task():
@@ -212,8 +239,8 @@ def test_translation_directions_agree_and_prefix_names_the_task():
 
 def test_text_to_text_held_out_is_disjoint_from_train():
     train = text_to_text_dataset(2000, "train", seed=0, max_number=9999)
-    test = text_to_text_dataset(60, "test", seed=0, max_number=9999)
-    assert len(test) == 4 * 60 and len({s for s, _ in test}) == len(test)
+    val = text_to_text_dataset(60, "val", seed=0, max_number=9999)
+    assert len(val) == 4 * 60 and len({s for s, _ in val}) == len(val)
 
     def key(source, target):  # the canonical input the held-out rule hashes
         task = task_of(source)
@@ -226,16 +253,16 @@ def test_text_to_text_held_out_is_disjoint_from_train():
 
     train_keys = {key(s, t) for s, t in train}
     # the English words stand for the number: both translation directions share one split
-    test_keys = {key(s, t) for s, t in test}
-    assert not train_keys & test_keys
-    assert all(is_held_out(t) for s, t in test if task_of(s) == "sort")
+    val_keys = {key(s, t) for s, t in val}
+    assert not train_keys & val_keys
+    assert all(is_held_out(t) for s, t in val if task_of(s) == "sort")
     assert not any(is_held_out(t) for s, t in train if task_of(s) == "sort")
     assert 0.05 < sum(is_held_out(str(n)) for n in range(10000)) / 10000 < 0.15  # about 1 in 10
 
 
 def test_text_to_text_dataset_is_deterministic():
-    assert text_to_text_dataset(20, "test", seed=5) == text_to_text_dataset(20, "test", seed=5)
-    assert text_to_text_dataset(20, "test", seed=5) != text_to_text_dataset(20, "test", seed=6)
+    assert text_to_text_dataset(20, "val", seed=5) == text_to_text_dataset(20, "val", seed=5)
+    assert text_to_text_dataset(20, "val", seed=5) != text_to_text_dataset(20, "val", seed=6)
 
 
 def test_exact_match():
@@ -248,16 +275,16 @@ def test_text_to_text_bad_input():
         text_to_text_example("summarize", rng)
     with pytest.raises(ValueError, match="unknown task 'translate English to French'"):
         text_to_text_dataset(3, tasks=["translate English to French"])
-    with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
-        text_to_text_example("sort", rng, split="val")
+    with pytest.raises(ValueError, match="unknown split 'test'; choose one of train, val"):
+        text_to_text_example("sort", rng, split="test")
     with pytest.raises(TypeError, match="rng must be a random.Random"):
         text_to_text_example("sort", 0)
-    with pytest.raises(ValueError, match="n_per_task must be >= 1"):
+    with pytest.raises(ValueError, match="n_per_task must be at least 1"):
         text_to_text_dataset(0)
     with pytest.raises(TypeError, match="list of task names"):
         text_to_text_dataset(3, tasks="sort")
-    with pytest.raises(ValueError, match="fewer than 50 distinct test inputs"):
-        text_to_text_dataset(50, "test", tasks=["translate English to German"], max_number=99)
+    with pytest.raises(ValueError, match="fewer than 50 distinct val inputs"):
+        text_to_text_dataset(50, "val", tasks=["translate English to German"], max_number=99)
     with pytest.raises(ValueError, match="no known task prefix"):
         task_of("can you sort these numbers? 3 1 2")
     with pytest.raises(ValueError, match="as many predictions as targets"):
@@ -268,6 +295,7 @@ def test_text_to_text_bad_input():
 
 # ---------------------------------------------------------------- classification as text (lecture 9)
 
+
 def test_email_text():
     email = {"subject": "Cheap  <b>pills</b>", "text": "<html><body>Buy\n\nnow!</body></html>  " + "x" * 400}
     assert email_text(email, None) == "Cheap pills Buy now! " + "x" * 400
@@ -275,14 +303,14 @@ def test_email_text():
 
 
 def test_classify_examples():
-    train, test = spam_examples("train"), spam_examples("test")
-    assert (len(train), len(test)) == (5438, 608)                          # 6,046 e-mails
-    assert {label for _, label in train + test} == {"spam", "ham"}
-    assert 0.28 < sum(label == "spam" for _, label in test) / len(test) < 0.36
-    assert not {t for t, _ in train} & {t for t, _ in test}                # held out by a hash of the text
-    assert all(is_held_out(t) for t, _ in test) and all(len(t) <= 300 for t, _ in train)
-    source, target = text_to_text_example(CLASSIFY, random.Random(0), "test")
-    assert task_of(source) == CLASSIFY and source.removeprefix("classify: ") in {t for t, _ in test}
+    train, val = spam_examples("train"), spam_examples("val")
+    assert (len(train), len(val)) == (5438, 608)  # 6,046 e-mails
+    assert {label for _, label in train + val} == {"spam", "ham"}
+    assert 0.28 < sum(label == "spam" for _, label in val) / len(val) < 0.36
+    assert not {t for t, _ in train} & {t for t, _ in val}  # held out by a hash of the text
+    assert all(is_held_out(t) for t, _ in val) and all(len(t) <= 300 for t, _ in train)
+    source, target = text_to_text_example(CLASSIFY, random.Random(0), "val")
+    assert task_of(source) == CLASSIFY and source.removeprefix("classify: ") in {t for t, _ in val}
     assert target in ("spam", "ham") and T5_TASKS == (*TEXT_TO_TEXT_TASKS, "classify")
-    pairs = text_to_text_dataset(3, "test", seed=0, tasks=T5_TASKS)
+    pairs = text_to_text_dataset(3, "val", seed=0, tasks=T5_TASKS)
     assert [task_of(s) for s, _ in pairs] == [t for t in T5_TASKS for _ in range(3)]

@@ -1,36 +1,60 @@
 """scratch.training: determinism, the schedule, that loss goes down, evaluation hooks, bad input."""
+
 import math
 
 import matplotlib
 import pytest
 import torch
 
-from scratch.models import GPT, Transformer
-from scratch.training import (History, default_loss, estimate_loss, lr_factor, pick_device, plot_history,
-                              sequence_loss, set_seed, train)
+from scratch import seed_everything
+from scratch.models import GPT, GPTConfig, Transformer
+from scratch.training import (
+    History,
+    default_loss,
+    estimate_loss,
+    eval_mode,
+    lr_factor,
+    pick_device,
+    plot_history,
+    sequence_loss,
+    train,
+)
 
 matplotlib.use("Agg")
 
 
-
-
 def tiny_gpt(seed=0):
-    set_seed(seed)
-    return GPT(vocab_size=12, d_model=16, h=2, N=1, d_ff=32, max_len=16, dropout=0.1)
+    seed_everything(seed)
+    return GPT(GPTConfig.gpt2(vocab_size=12, d_model=16, h=2, N=1, d_ff=32, max_len=16, dropout=0.1))
 
 
 def counting_batches():
     """Sequences that count up modulo 12: x = a, a+1, ...; y the next numbers. Easy to learn."""
+
     def get_batch():
         start = torch.randint(12, (8, 1))
         x = (start + torch.arange(9)) % 12
         return x[:, :-1], x[:, 1:]
+
     return get_batch
 
 
 def test_same_seed_same_losses():
-    runs = [train(tiny_gpt(), counting_batches(), 15, lr=3e-3, warmup=3, eval_fn=lambda m: 0.5, eval_every=5,
-                  device="cpu", seed=7, progress=False) for _ in range(2)]
+    runs = [
+        train(
+            tiny_gpt(),
+            counting_batches(),
+            15,
+            lr=3e-3,
+            warmup=3,
+            eval_fn=lambda m: 0.5,
+            eval_every=5,
+            device="cpu",
+            seed=7,
+            progress=False,
+        )
+        for _ in range(2)
+    ]
     assert runs[0].train_loss == runs[1].train_loss
     assert runs[0].step == list(range(1, 16)) and runs[0].eval_step == [5, 10, 15]
     other = train(tiny_gpt(), counting_batches(), 15, lr=3e-3, device="cpu", seed=8, progress=False)
@@ -41,19 +65,28 @@ def test_loss_goes_down_and_eval_is_called():
     model = tiny_gpt()
     get_batch = counting_batches()
     seen = []
-    history = train(model, get_batch, 60, lr=1e-2, warmup=10, device="cpu", progress=False,
-                    eval_fn=lambda m: estimate_loss(m, get_batch, iters=2), eval_every=20,
-                    on_eval=lambda h: seen.append((h.eval_step[-1], model.training)))
-    assert history.train_loss[0] > math.log(12) - 0.5           # starts near uniform guessing
+    history = train(
+        model,
+        get_batch,
+        60,
+        lr=1e-2,
+        warmup=10,
+        device="cpu",
+        progress=False,
+        eval_fn=lambda m: estimate_loss(m, get_batch, iters=2),
+        eval_every=20,
+        on_eval=lambda h: seen.append((h.eval_step[-1], model.training)),
+    )
+    assert history.train_loss[0] > math.log(12) - 0.5  # starts near uniform guessing
     assert history.eval_loss[-1] < 0.5 * history.eval_loss[0]
-    assert seen == [(20, False), (40, False), (60, False)]     # evaluated in eval mode
-    assert not model.training                                   # and left in eval mode
+    assert seen == [(20, False), (40, False), (60, False)]  # evaluated in eval mode
+    assert not model.training  # and left in eval mode
     assert len(history.lr) == 60 and history.lr[9] == pytest.approx(1e-2)
 
 
 def test_transformer_batches_and_padding_are_ignored():
     """A (src, tgt_in, tgt_out) batch; targets equal to pad_id do not count in the loss."""
-    set_seed(0)
+    seed_everything(0)
     model = Transformer(10, 10, d_model=16, h=2, N=1, d_ff=32, dropout=0.0, max_len=8)
     src = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
     tgt_in, tgt_out = torch.tensor([[1, 3, 4], [1, 6, 0]]), torch.tensor([[3, 4, 2], [6, 2, 0]])
@@ -69,21 +102,43 @@ def test_transformer_batches_and_padding_are_ignored():
 def test_lr_schedule():
     factors = [lr_factor(s, 100, warmup=10) for s in range(100)]
     assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
-    assert factors[99] == pytest.approx(0.1)                    # cosine down to min_factor
+    assert factors[99] == pytest.approx(0.1)  # cosine down to min_factor
     assert all(a >= b for a, b in zip(factors[9:], factors[10:]))
     assert lr_factor(50, 100, schedule="constant") == 1.0
 
 
-def test_sequence_loss_and_device():
+def test_sequence_loss():
     logits = torch.zeros(2, 3, 5)
     targets = torch.tensor([[1, 2, -100], [0, -100, -100]])
     assert sequence_loss(logits, targets).item() == pytest.approx(math.log(5))
-    assert pick_device().type in ("cpu", "cuda")
+
+
+def test_pick_device_follows_cuda_availability(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert pick_device() == torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert pick_device() == torch.device("cpu")
+
+
+def test_eval_mode_turns_dropout_off_and_restores_the_mode():
+    model = tiny_gpt()
+    x = torch.randint(12, (2, 8))
+    for was_training in (True, False):
+        model.train(was_training)
+        with eval_mode(model):
+            assert not model.training and not torch.is_grad_enabled()
+            assert torch.equal(model(x), model(x))  # no dropout: the same output twice
+        assert model.training == was_training and torch.is_grad_enabled()
+    with pytest.raises(RuntimeError), eval_mode(model):  # restored after an error too
+        model.train()
+        raise RuntimeError
+    assert not model.training
 
 
 def test_plot_history():
-    history = History(step=[1, 2, 3, 4], train_loss=[3.0, 2.0, 1.5, 1.0], lr=[1.0] * 4, eval_step=[2, 4],
-                      eval_loss=[2.5, 1.2])
+    history = History(
+        step=[1, 2, 3, 4], train_loss=[3.0, 2.0, 1.5, 1.0], lr=[1.0] * 4, eval_step=[2, 4], eval_loss=[2.5, 1.2]
+    )
     ax = plot_history(history, title="demo", smooth=2)
     assert ax.get_title() == "demo" and ax.get_xlabel() == "step" and ax.get_ylabel()
     assert len(ax.get_lines()) == 2 and ax.get_legend() is not None
@@ -97,7 +152,7 @@ def test_bad_input():
         train(model, counting_batches(), 5, lr=0, progress=False)
     with pytest.raises(ValueError, match="warmup"):
         train(model, counting_batches(), 5, warmup=6, progress=False)
-    with pytest.raises(ValueError, match="schedule must be"):
+    with pytest.raises(ValueError, match="unknown schedule .linear."):
         train(model, counting_batches(), 5, schedule="linear", progress=False)
     with pytest.raises(ValueError, match="grad_clip"):
         train(model, counting_batches(), 5, grad_clip=0, progress=False)

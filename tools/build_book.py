@@ -9,25 +9,23 @@ commit): those notebooks are executed again first, so the book shows the views. 
 require.js are copied into build/book/_static/ from the course's npm assets; the build fails if a
 page would load anything from the web.
 """
+
 from __future__ import annotations
 
 import argparse
 import html
-import os
 import re
 import shutil
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a re-executed notebook must not reach the hub
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import nbformat
+from nbconvert import HTMLExporter
+from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
 
-import nbformat  # noqa: E402
-from nbconvert import HTMLExporter  # noqa: E402
-from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor  # noqa: E402
-
-from scratch import assets  # noqa: E402
+import scratch  # noqa: F401  (scratch.OFFLINE_ENV: the notebooks re-executed here inherit it, never reach the hub)
+from scratch import assets
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "book_template"
 STATIC = "_static"
@@ -36,14 +34,24 @@ REQUIRE_JS_URL = f"{STATIC}/require.js"
 # What MathJax 2 loads for TeX-AMS_CHTML-full: the combined config, its extensions, the TeX input,
 # the CommonHTML output with its font data, and the TeX web fonts (woff) that CommonHTML draws with.
 # (tests/test_book.py fails on any file a page requests but does not find.)
-MATHJAX_PARTS = ["MathJax.js", "LICENSE", "config/TeX-AMS_CHTML-full.js", "config/Safe.js", "extensions",
-                 "jax/input/TeX", "jax/element", "jax/output/CommonHTML", "fonts/HTML-CSS/TeX/woff"]
+MATHJAX_PARTS = [
+    "MathJax.js",
+    "LICENSE",
+    "config/TeX-AMS_CHTML-full.js",
+    "config/Safe.js",
+    "extensions",
+    "jax/input/TeX",
+    "jax/element",
+    "jax/output/CommonHTML",
+    "fonts/HTML-CSS/TeX/woff",
+]
 EXECUTE_TIMEOUT = 1200  # seconds per cell
 
 # An element that loads something from a URL: <script src>, <link href>, <img src>, <iframe src>, ...
 EXTERNAL_RESOURCE = re.compile(
     r"<(script|link|img|iframe|source|video|audio|embed|object)\b[^>]*?\b(src|href|data)\s*=\s*[\"']?\s*(https?:)?//[^\"'\s>]*",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 CSS_IMPORT = re.compile(r"(@import\s+(url\()?|url\()\s*[\"']?(https?:)?//[^\"')\s]*", re.IGNORECASE)
 SRCDOC = re.compile(r"""\bsrcdoc\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)
 WEB_LINK = re.compile(r"<a\b[^>]*\bhref\s*=\s*[\"'](https?://[^\"']+)", re.IGNORECASE)
@@ -64,7 +72,7 @@ def title_and_description(nb) -> tuple[str, str]:
             continue
         title = lines[heading][2:].strip()
         paragraph = []
-        for line in lines[heading + 1:]:
+        for line in lines[heading + 1 :]:
             if line.strip():
                 paragraph.append(line.strip())
             elif paragraph:
@@ -90,8 +98,10 @@ def needs_execution(nb) -> bool:
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_NOTE = ('<div class="book-widget-note">(a live progress bar: JupyterLab draws it while the cell runs; '
-               'the stored notebook keeps no widget state)</div>')
+WIDGET_NOTE = (
+    '<div class="book-widget-note">(a live progress bar: JupyterLab draws it while the cell runs; '
+    "the stored notebook keeps no widget state)</div>"
+)
 
 
 def replace_widget_views(nb) -> None:
@@ -141,9 +151,13 @@ def make_exporter() -> HTMLExporter:
 
 
 def contents_notebook(entries: list[dict]) -> nbformat.NotebookNode:
-    lines = ["# Transformers from Scratch", "",
-             "The lectures with their outputs, as the notebooks in `notebooks/` produce them. "
-             "Run them yourself with `make lab`.", ""]
+    lines = [
+        "# Transformers from Scratch",
+        "",
+        "The lectures with their outputs, as the notebooks in `notebooks/` produce them. "
+        "Run them yourself with `make lab`.",
+        "",
+    ]
     for entry in entries:
         lines += [f"### [{entry['title']}]({entry['href']})", "", entry["description"], ""]
     nb = nbformat.v4.new_notebook()
@@ -167,8 +181,9 @@ def build(src: Path, out: Path) -> list[Path]:
     entries = []
     for path, nb in zip(notebooks, loaded):
         title, description = title_and_description(nb)
-        entries.append({"title": title, "description": description, "href": f"{path.stem}.html",
-                        "label": title.split(":")[0]})  # "03 · Attention" in the navigation bar
+        entries.append(
+            {"title": title, "description": description, "href": f"{path.stem}.html", "label": title.split(":")[0]}
+        )  # "03 · Attention" in the navigation bar
 
     pages = []
     for i, (path, nb) in enumerate(zip(notebooks, loaded)):
@@ -176,26 +191,30 @@ def build(src: Path, out: Path) -> list[Path]:
         executed = needs_execution(nb)
         if executed:
             try:
-                ExecutePreprocessor(timeout=EXECUTE_TIMEOUT).preprocess(
-                    nb, {"metadata": {"path": str(src)}})
+                ExecutePreprocessor(timeout=EXECUTE_TIMEOUT).preprocess(nb, {"metadata": {"path": str(src)}})
             except CellExecutionError as error:
                 raise SystemExit(f"{path.name} failed while the book executed it again:\n{error}") from None
         replace_widget_views(nb)
         nb.metadata["title"] = entries[i]["title"]
-        book = {"contents": "index.html",
-                "prev": entries[i - 1] if i > 0 else None,
-                "next": entries[i + 1] if i + 1 < len(entries) else None}
+        book = {
+            "contents": "index.html",
+            "prev": entries[i - 1] if i > 0 else None,
+            "next": entries[i + 1] if i + 1 < len(entries) else None,
+        }
         body, _ = exporter.from_notebook_node(nb, resources={"book": book, "metadata": {"name": path.stem}})
         page = out / f"{path.stem}.html"
         page.write_text(body, encoding="utf-8")
         pages.append(page)
-        print(f"{page.name:36s} {time.perf_counter() - t0:6.1f} s {page.stat().st_size / 1e6:6.2f} MB"
-              + ("  (executed again: it has keep_output=false cells)" if executed else ""), flush=True)
+        print(
+            f"{page.name:36s} {time.perf_counter() - t0:6.1f} s {page.stat().st_size / 1e6:6.2f} MB"
+            + ("  (executed again: it has keep_output=false cells)" if executed else ""),
+            flush=True,
+        )
 
     body, _ = exporter.from_notebook_node(
         contents_notebook(entries),
-        resources={"book": {"contents": "index.html", "prev": None, "next": entries[0]},
-                   "metadata": {"name": "index"}})
+        resources={"book": {"contents": "index.html", "prev": None, "next": entries[0]}, "metadata": {"name": "index"}},
+    )
     index = out / "index.html"
     index.write_text(body, encoding="utf-8")
     pages.insert(0, index)
@@ -208,11 +227,14 @@ def build(src: Path, out: Path) -> list[Path]:
     for link in sorted(set(web_links)):
         print(f"note: a link to the web (fine to click, nothing loads from it): {link}")
     if problems:
-        raise SystemExit("these pages would load resources from the web (the book must read offline):\n  "
-                         + "\n  ".join(problems))
+        raise SystemExit(
+            "these pages would load resources from the web (the book must read offline):\n  " + "\n  ".join(problems)
+        )
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
-    print(f"book: {len(pages)} pages in {out}/ ({size:.1f} MB with _static/) "
-          f"in {time.perf_counter() - started:.1f} s; open {index}")
+    print(
+        f"book: {len(pages)} pages in {out}/ ({size:.1f} MB with _static/) "
+        f"in {time.perf_counter() - started:.1f} s; open {index}"
+    )
     return pages
 
 

@@ -16,6 +16,7 @@ PyPI's Linux build of torch also needs NVIDIA's CUDA runtime (cuda-toolkit, nvid
 The CPU-only build of torch needs none of it, and no output of the course depends on it, so it is locked on
 its own, in requirements-cuda.lock, which `make setup` installs only where the torch it installed asks for it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,19 +41,33 @@ TOP_LEVEL = "-r requirements.txt"  # the `# via` entry of a package pinned in re
 # The platforms the lock is resolved for: marker values, and the wheel platform tags pip may use there.
 MANYLINUX = [f"manylinux_2_{minor}" for minor in range(28, 16, -1)] + ["manylinux2014"]
 TARGETS = {
-    "linux-x86_64": ({"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux",
-                      "platform_machine": "x86_64"}, [f"{tag}_x86_64" for tag in MANYLINUX]),
-    "linux-aarch64": ({"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux",
-                       "platform_machine": "aarch64"}, [f"{tag}_aarch64" for tag in MANYLINUX]),
-    "macos-arm64": ({"os_name": "posix", "sys_platform": "darwin", "platform_system": "Darwin",
-                     "platform_machine": "arm64"}, ["macosx_14_0_arm64"]),  # torch's macOS wheels need 14+
-    "windows-amd64": ({"os_name": "nt", "sys_platform": "win32", "platform_system": "Windows",
-                       "platform_machine": "AMD64"}, ["win_amd64"]),
+    "linux-x86_64": (
+        {"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64"},
+        [f"{tag}_x86_64" for tag in MANYLINUX],
+    ),
+    "linux-aarch64": (
+        {"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64"},
+        [f"{tag}_aarch64" for tag in MANYLINUX],
+    ),
+    "macos-arm64": (
+        {"os_name": "posix", "sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64"},
+        ["macosx_14_0_arm64"],
+    ),  # torch's macOS wheels need 14+
+    "windows-amd64": (
+        {"os_name": "nt", "sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64"},
+        ["win_amd64"],
+    ),
 }
 # Markers hold for every 3.11.x: the lock is resolved as for 3.11.0 (pip's --python-version 3.11).
-PYTHON_MARKERS = {"python_version": PYTHON, "python_full_version": f"{PYTHON}.0", "implementation_name": "cpython",
-                  "implementation_version": f"{PYTHON}.0", "platform_python_implementation": "CPython",
-                  "platform_release": "", "platform_version": ""}
+PYTHON_MARKERS = {
+    "python_version": PYTHON,
+    "python_full_version": f"{PYTHON}.0",
+    "implementation_name": "cpython",
+    "implementation_version": f"{PYTHON}.0",
+    "platform_python_implementation": "CPython",
+    "platform_release": "",
+    "platform_version": "",
+}
 
 # torch's requirements that hold on Linux only are its CUDA runtime (see the docstring).
 CUDA_OWNER = "torch"
@@ -65,8 +80,18 @@ LOCAL_TORCH_BUILDS = {
 }
 
 # pip environment variables that point it at other indexes or files; resolution uses PyPI alone.
-PIP_SOURCE_VARIABLES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_CONSTRAINT",
-                        "PIP_REQUIREMENT", "PIP_CONFIG_FILE", "PIP_TARGET", "PIP_PREFIX", "PIP_USER")
+PIP_SOURCE_VARIABLES = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "PIP_CONSTRAINT",
+    "PIP_REQUIREMENT",
+    "PIP_CONFIG_FILE",
+    "PIP_TARGET",
+    "PIP_PREFIX",
+    "PIP_USER",
+)
 
 # Run pip with one platform's environment markers (pip evaluates them for the running machine otherwise).
 PIP_WITH_MARKERS = """
@@ -145,10 +170,16 @@ def stale(requirements: Path = REQUIREMENTS, lock: Path = LOCK) -> list[str]:
     """How the lock's top-level pins differ from requirements.txt's (empty when the lock is current)."""
     pins = read_pins(requirements)
     locked = {e.name: e.version for e in read_lock(lock) if TOP_LEVEL in e.via}
-    problems = [f"{name}: requirements.txt pins {version}, the lock has {locked.get(name, 'nothing')}"
-                for name, version in sorted(pins.items()) if locked.get(name) != version]
-    problems += [f"{name}: in the lock as a top-level pin, not in requirements.txt" for name in sorted(locked)
-                 if name not in pins]
+    problems = [
+        f"{name}: requirements.txt pins {version}, the lock has {locked.get(name, 'nothing')}"
+        for name, version in sorted(pins.items())
+        if locked.get(name) != version
+    ]
+    problems += [
+        f"{name}: in the lock as a top-level pin, not in requirements.txt"
+        for name in sorted(locked)
+        if name not in pins
+    ]
     return problems
 
 
@@ -167,10 +198,28 @@ def resolve(target: str, requirements: Path, workdir: Path) -> dict:
     """pip's installation report for requirements.txt on one platform (a dry run: nothing is installed)."""
     platforms = TARGETS[target][1]
     report = workdir / f"{target}.json"
-    command = [sys.executable, "-c", PIP_WITH_MARKERS, json.dumps(target_markers(target)),
-               "install", "--dry-run", "--quiet", "--report", str(report), "--target", str(workdir / target),
-               "--only-binary=:all:", "--python-version", PYTHON, "--implementation", "cp",
-               "--use-feature=fast-deps", "--disable-pip-version-check", "-r", str(requirements)]
+    command = [
+        sys.executable,
+        "-c",
+        PIP_WITH_MARKERS,
+        json.dumps(target_markers(target)),
+        "install",
+        "--dry-run",
+        "--quiet",
+        "--report",
+        str(report),
+        "--target",
+        str(workdir / target),
+        "--only-binary=:all:",
+        "--python-version",
+        PYTHON,
+        "--implementation",
+        "cp",
+        "--use-feature=fast-deps",
+        "--disable-pip-version-check",
+        "-r",
+        str(requirements),
+    ]
     for platform in platforms:
         command += ["--platform", platform]
     result = subprocess.run(command, env=pip_environment(), capture_output=True, text=True)
@@ -205,8 +254,11 @@ def walk(target: str, items: dict, follow_cuda: bool) -> dict[str, set[str]]:
             requirement = Requirement(line)
             if not holds(requirement, markers, extras[name]):
                 continue
-            if name == CUDA_OWNER and not follow_cuda and not all(
-                    holds(requirement, env, extras[name]) for env in everywhere):
+            if (
+                name == CUDA_OWNER
+                and not follow_cuda
+                and not all(holds(requirement, env, extras[name]) for env in everywhere)
+            ):
                 continue
             dep = normalize(requirement.name)
             via.setdefault(dep, set()).add(name)
@@ -238,16 +290,23 @@ def marker_for(targets: set[str]) -> str:
         if set(ts) <= targets:
             terms.append(f'sys_platform == "{platform}"')
         else:
-            terms += [f'(sys_platform == "{platform}" and platform_machine == '
-                      f'"{TARGETS[t][0]["platform_machine"]}")' for t in ts if t in targets]
+            terms += [
+                f'(sys_platform == "{platform}" and platform_machine == "{TARGETS[t][0]["platform_machine"]}")'
+                for t in ts
+                if t in targets
+            ]
     return " or ".join(terms)
 
 
 # ----------------------------------------------------------------------------------------------- hashes
 def cp311_file(filename: str, version: str) -> bool:
     """Whether a file of PyPI's list is `version` and could install on CPython 3.11 (any platform), or an sdist."""
-    from pip._vendor.packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename,
-                                             parse_wheel_filename)
+    from pip._vendor.packaging.utils import (
+        InvalidSdistFilename,
+        InvalidWheelFilename,
+        parse_sdist_filename,
+        parse_wheel_filename,
+    )
     from pip._vendor.packaging.version import InvalidVersion, Version
 
     if filename.endswith(".whl"):
@@ -258,8 +317,9 @@ def cp311_file(filename: str, version: str) -> bool:
         minor = int(PYTHON.split(".")[1])
         return wheel_version == Version(version) and any(
             tag.interpreter in {"py3", f"py3{minor}", f"cp3{minor}"}
-            or (tag.abi == "abi3" and re.fullmatch(r"cp3(\d+)", tag.interpreter)
-                and int(tag.interpreter[3:]) <= minor) for tag in tags)
+            or (tag.abi == "abi3" and re.fullmatch(r"cp3(\d+)", tag.interpreter) and int(tag.interpreter[3:]) <= minor)
+            for tag in tags
+        )
     try:
         return parse_sdist_filename(filename)[1] == Version(version)
     except (InvalidSdistFilename, InvalidVersion):
@@ -270,8 +330,9 @@ def index_hashes(name: str, version: str) -> list[str]:
     """SHA-256 of every file of name==version on PyPI that suits CPython 3.11."""
     from pip._internal.models.index import PyPI
 
-    request = urllib.request.Request(f"{PyPI.simple_url}/{name}/",
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    request = urllib.request.Request(
+        f"{PyPI.simple_url}/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
     with urllib.request.urlopen(request, timeout=120) as response:
         files = json.load(response)["files"]
     hashes = sorted({f["hashes"]["sha256"] for f in files if cp311_file(f["filename"], version)})
@@ -294,11 +355,15 @@ LOCK_TITLES = {  # file name: (title, how to install it)
     "requirements.lock": (
         "requirements.lock: every package the course installs, at one version, with its files' hashes",
         "make setup; or by hand: pip install --require-hashes --no-deps -r requirements.lock, then\n"
-        "#   requirements-cuda.lock the same way where `pip check` says torch needs it, then pip install --no-deps -e .\n"
-        "# torch also lists CPU-only builds that a machine's pip may offer from elsewhere (LOCAL_TORCH_BUILDS, tools/lock.py)."),
+        "#   requirements-cuda.lock the same way where `pip check` says torch needs it, "
+        "then pip install --no-deps -e .\n"
+        "# torch also lists CPU-only builds that a machine's pip may offer from elsewhere "
+        "(LOCAL_TORCH_BUILDS, tools/lock.py).",
+    ),
     "requirements-cuda.lock": (
         "requirements-cuda.lock: the CUDA runtime that PyPI's Linux build of torch loads (CPU-only builds need none)",
-        "pip install --require-hashes --no-deps -r requirements-cuda.lock (make setup does, where torch asks for it)"),
+        "pip install --require-hashes --no-deps -r requirements-cuda.lock (make setup does, where torch asks for it)",
+    ),
 }
 
 
@@ -323,13 +388,21 @@ def merge(parts: dict[str, dict], vias: dict[str, dict[str, set[str]]]) -> list[
     names = [name for name, _ in where]
     for name in set(names):
         if names.count(name) > 1:  # a version per platform: their markers must not overlap
-            print(f"note: {name} differs by platform: "
-                  f"{ {v: sorted(t) for (n, v), t in where.items() if n == name} }", file=sys.stderr)
+            print(
+                f"note: {name} differs by platform: { {v: sorted(t) for (n, v), t in where.items() if n == name} }",
+                file=sys.stderr,
+            )
     entries = []
     for (name, version), targets in where.items():
         ordered = sorted(via[(name, version)] - {TOP_LEVEL})
-        entries.append(Locked(name, version, marker_for(targets),
-                              via=([TOP_LEVEL] if TOP_LEVEL in via[(name, version)] else []) + ordered))
+        entries.append(
+            Locked(
+                name,
+                version,
+                marker_for(targets),
+                via=([TOP_LEVEL] if TOP_LEVEL in via[(name, version)] else []) + ordered,
+            )
+        )
     return entries
 
 
@@ -339,8 +412,11 @@ def add_hashes(entries: list[Locked]) -> None:
             entry.hashes = hashes
             if entry.name == CUDA_OWNER:
                 if entry.version not in LOCAL_TORCH_BUILDS:
-                    print(f"warning: no local build of torch {entry.version} in LOCAL_TORCH_BUILDS: a machine whose "
-                          "pip offers one (as the CI machines do) will reject it", file=sys.stderr)
+                    print(
+                        f"warning: no local build of torch {entry.version} in LOCAL_TORCH_BUILDS: a machine whose "
+                        "pip offers one (as the CI machines do) will reject it",
+                        file=sys.stderr,
+                    )
                 entry.hashes = sorted(set(hashes) | set(LOCAL_TORCH_BUILDS.get(entry.version, [])))
 
 

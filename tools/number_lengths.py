@@ -14,6 +14,7 @@ and prints exact match by length. One thread; about a minute of CPU per model. R
 
     PYTHONPATH=lib .venv/bin/python tools/number_lengths.py [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,24 +23,44 @@ import random
 import time
 
 import scratch  # before torch: the course's pinned numeric path
+
+# isort: split
 import torch
 
 from scratch.models import Transformer
-from scratch.tasks import (ENGLISH_TOKENS, GERMAN_TOKENS, ONE_WORD_NUMBERS, Vocabulary, accuracy_by_length,
-                           english_tokens, german_from_tokens, german_tokens, is_held_out, number_length,
-                           number_translation_dataset)
-from scratch.training import estimate_loss, set_seed, train
+from scratch.tasks import (
+    ENGLISH_TOKENS,
+    GERMAN_TOKENS,
+    ONE_WORD_NUMBERS,
+    Vocabulary,
+    accuracy_by_length,
+    english_tokens,
+    german_from_tokens,
+    german_tokens,
+    is_held_out,
+    number_length,
+    number_translation_dataset,
+)
+from scratch.training import estimate_loss, train
 
 
 def train_lecture6_model(data) -> Transformer:
     """The notebook's recipe, step for step (section 3 of lecture 6)."""
     src_vocab, tgt_vocab = data.src_vocab, data.tgt_vocab
-    set_seed(0)
+    scratch.seed_everything(0)
     model = Transformer(len(src_vocab), len(tgt_vocab), d_model=64, h=4, N=2, d_ff=256, dropout=0.1, max_len=32)
-    heldout_batch = (data.test_src[:500], data.test_tgt[:500, :-1], data.test_tgt[:500, 1:])
+    heldout_batch = (data.val_src[:500], data.val_tgt[:500, :-1], data.val_tgt[:500, 1:])
     batch_generator = torch.Generator().manual_seed(0)
-    train(model, lambda: data.get_batch("train", 64, generator=batch_generator), steps=600, lr=1e-3, warmup=30,
-          eval_fn=lambda m: estimate_loss(m, lambda: heldout_batch, iters=1), eval_every=60, progress=False)
+    train(
+        model,
+        lambda: data.get_batch("train", 64, generator=batch_generator),
+        steps=600,
+        lr=1e-3,
+        warmup=30,
+        eval_fn=lambda m: estimate_loss(m, lambda: heldout_batch, iters=1),
+        eval_every=60,
+        progress=False,
+    )
     return model
 
 
@@ -62,7 +83,7 @@ def common_eval_set(per_length: int = 500, max_number: int = 99_999) -> list[int
     rng = random.Random(1)
     numbers = [n for n in range(1000) if is_held_out(str(n))]
     for digits in range(4, len(str(max_number)) + 1):
-        pool = [n for n in range(10 ** (digits - 1), min(10 ** digits, max_number + 1)) if is_held_out(str(n))]
+        pool = [n for n in range(10 ** (digits - 1), min(10**digits, max_number + 1)) if is_held_out(str(n))]
         numbers += sorted(rng.sample(pool, per_length))
     return numbers
 
@@ -87,7 +108,7 @@ def main() -> None:
         start = time.process_time()
         model = train_lecture6_model(data)
         seconds = time.process_time() - start
-        own = verdicts(data.test_numbers, translate(model, data.test_numbers))
+        own = verdicts(data.val_numbers, translate(model, data.val_numbers))
         one_word_german = translate(model, ONE_WORD_NUMBERS)
         one_word = verdicts(ONE_WORD_NUMBERS, one_word_german)
         unseen = [n for n in common if n not in trained]
@@ -97,17 +118,21 @@ def main() -> None:
             "distinct_training_numbers": len(trained),
             "training_share_by_length": {str(d): round(s, 4) for d, s in share.items()},
             "one_word_numbers_in_training": sum(n in trained for n in ONE_WORD_NUMBERS),
-            "own_test_exact_match": round(sum(own) / len(own), 4),
-            "own_test_by_length": table(data.test_numbers, own),
+            "own_val_exact_match": round(sum(own) / len(own), 4),
+            "own_val_by_length": table(data.val_numbers, own),
             "one_word_correct": sum(one_word),
             "one_word_wrong": {n: g for n, g, ok in zip(ONE_WORD_NUMBERS, one_word_german, one_word) if not ok},
             "common_unseen_by_length": table(unseen, common_ok),
         }
-        print(f"\n== draw={draw!r}: {len(trained):,} distinct training numbers, share by length "
-              f"{ {d: f'{s:.3f}' for d, s in share.items()} }, {seconds:.0f} s CPU")
-        print(f"own held-out: {sum(own)}/{len(own)}; by length {table(data.test_numbers, own)}")
-        print(f"one-word numbers: {sum(one_word)}/{len(one_word)} right "
-              f"({results[draw]['one_word_numbers_in_training']} of them in training)")
+        print(
+            f"\n== draw={draw!r}: {len(trained):,} distinct training numbers, share by length "
+            f"{ {d: f'{s:.3f}' for d, s in share.items()} }, {seconds:.0f} s CPU"
+        )
+        print(f"own held-out: {sum(own)}/{len(own)}; by length {table(data.val_numbers, own)}")
+        print(
+            f"one-word numbers: {sum(one_word)}/{len(one_word)} right "
+            f"({results[draw]['one_word_numbers_in_training']} of them in training)"
+        )
         for n, g, ok in zip(ONE_WORD_NUMBERS, one_word_german, one_word):
             if not ok:
                 print(f"   wrong: {n} -> {g!r}" + (" (trained on)" if n in trained else " (never trained on)"))

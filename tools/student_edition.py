@@ -15,6 +15,7 @@ The student edition replaces each such region, markers included, by one line at 
 the `check` cells that test the exercises) is kept; all outputs are cleared, so the hints are not given away.
 The format of the exercise section is described in tests/test_exercises.py, which proves the pairing.
 """
+
 import copy
 import sys
 from pathlib import Path

@@ -3,19 +3,26 @@
     tokenization   characters, words and byte-level BPE (lecture 1)
     embeddings     sinusoidal, learned, relative and rotary positions (lecture 2)
     attention      scaled dot-product attention, masks, multi-head attention (lectures 3-4)
-    blocks         LayerNorm, feed-forward, encoder and decoder blocks (lecture 5)
-    models         Transformer (encoder-decoder), GPT (decoder-only), Encoder (BERT) (lectures 6-9)
-    mlm            masked-LM pre-training: the 80/10/10 masking rule, fill-mask accuracy, MiniLM + MLM head (lecture 7)
-    span_corruption  T5's pre-training objective: noise spans -> sentinels; the shifted decoder input (lecture 9)
-    training       the training loop every lecture that trains uses
-    sampling       greedy, beam search, top-k, top-p, temperature; KV-cached generation (lecture 10)
+    blocks         LayerNorm, RMSNorm, feed-forward (MLP, SwiGLU), encoder and decoder blocks (lecture 5)
+    models         Transformer (encoder-decoder), GPTConfig and GPT (decoder-only), BERT (lectures 6-8)
+    training       the training loop every lecture that trains uses; eval_mode; the learning-rate schedule
     tasks          toy data: numbers English -> German, characters of Moby-Dick; T5's text-to-text tasks, e-mails
                    classified as text (lecture 9)
-    viz            attention heatmaps and positional-encoding plots
+    span_corruption  T5's pre-training objective: noise spans -> sentinels; the shifted decoder input (lecture 9)
+    mlm            masked-LM pre-training: the 80/10/10 masking rule, fill-mask accuracy (lecture 7)
+    sampling       greedy, beam search, top-k, top-p, temperature; the KV cache (lecture 10)
+    pretrained     Hugging Face weights in the course's models (GPT-2, Llama/SmolLM2, BERT/MiniLM), the course's
+                   own checkpoints (tiny T5, MiniLM's MLM head)
+    viz            attention heatmaps and positional-encoding plots, bertviz offline
     assets         where the pretrained models and the data live: fetched from registries, verified
+    validate       the argument checks the modules share
     check          is this machine ready? OK/FAIL per package and asset (`python -m scratch.check`)
     numerics       one numeric path on every x86-64 machine (the course kernel's pinned CPU kernels and threads)
+    kernel         the course's Jupyter kernel, which pins that path
+
+Importing scratch also sets the offline environment (OFFLINE_ENV), here and nowhere else.
 """
+
 import os
 import sys
 import warnings
@@ -30,24 +37,30 @@ elif numerics.cpu_supports_pinned_path() and numerics.problems():
         "torch was imported before scratch, outside the course's Jupyter kernel, so it runs off the pinned "
         f"numeric path ({'; '.join(numerics.problems())}). Results can differ from the stored outputs in the "
         "last digits. Choose the kernel 'Transformers from Scratch' (installed by `make setup`), "
-        "or import scratch before torch.", stacklevel=2)
+        "or import scratch before torch.",
+        stacklevel=2,
+    )
 
 # Models load from local paths only; with these set, a mistaken hub id fails at once instead of hanging.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Loading progress bars print speeds (it/s) that change every run; nbval would see them as changed output.
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-if "transformers" in sys.modules:  # imported before scratch: the variable above came too late
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+for _name, _value in OFFLINE_ENV.items():
+    os.environ.setdefault(_name, _value)
+if "huggingface_hub" in sys.modules:  # imported before scratch: it read the variables above too early
+    sys.modules["huggingface_hub"].constants.HF_HUB_OFFLINE = os.environ["HF_HUB_OFFLINE"] == "1"
+if "transformers" in sys.modules:
     sys.modules["transformers"].utils.logging.disable_progress_bar()
 
 
 def seed_everything(seed: int = 0) -> None:
-    """Fix every random seed the notebooks use and print tensors with 4 decimals."""
+    """Fix every random seed (Python's, NumPy's, torch's on every device) and print tensors with 4 decimals."""
+    import operator
     import random
 
     import numpy as np
     import torch
 
+    seed = operator.index(seed)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

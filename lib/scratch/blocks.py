@@ -17,14 +17,16 @@ Where the norm sits (norm_first):
     pre-LN  (GPT-2 and later)   x = x + f(norm(x))        the residual stream itself is never normalised,
                                                            so a stack ends with one last LayerNorm
 Parameter and sub-module names follow torch.nn.TransformerEncoderLayer / DecoderLayer where they can.
-Shapes: batch, N positions (queries), M encoder positions (keys of cross-attention), d_model, h, d_ff.
+Shapes: batch, n positions (queries), m encoder positions (keys of cross-attention), d_model, h heads, d_ff.
 """
+
 from __future__ import annotations
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from scratch import validate
 from scratch.attention import MultiHeadAttention
 from scratch.embeddings import RotaryEmbedding
 
@@ -37,26 +39,10 @@ ACTIVATIONS = {
 }
 
 
-def _check_features(x, d_model: int, what: str = "x") -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{what} must be a floating-point tensor (embeddings, not token ids), got {x.dtype}")
-    if x.dim() < 1 or x.shape[-1] != d_model:
-        raise ValueError(f"{what} must have shape (..., d_model={d_model}), got {tuple(x.shape)}")
-
-
-def _check_dropout(dropout) -> float:
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-    return float(dropout)
-
-
-def _check_norm_args(d_model: int, eps: float) -> None:
-    if d_model < 1:
-        raise ValueError(f"d_model must be at least 1, got {d_model}")
-    if not eps > 0:
+def _check_norm_args(d_model: int, eps: float) -> int:
+    if not validate.real(eps, "eps") > 0:
         raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
+    return validate.integer(d_model, "d_model")
 
 
 class LayerNorm(nn.Module):
@@ -70,14 +56,13 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        _check_norm_args(d_model, eps)
-        self.d_model, self.eps = d_model, eps
-        self.weight = nn.Parameter(torch.ones(d_model))   # gamma: starts as "keep the normalised value"
-        self.bias = nn.Parameter(torch.zeros(d_model))    # beta
+        self.d_model, self.eps = _check_norm_args(d_model, eps), eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma: starts as "keep the normalised value"
+        self.bias = nn.Parameter(torch.zeros(d_model))  # beta
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_features(x, self.d_model)
-        var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)   # each (..., 1)
+        validate.features(x, self.d_model)
+        var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)  # each (..., 1)
         return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
 
     def extra_repr(self) -> str:
@@ -95,14 +80,13 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        _check_norm_args(d_model, eps)
-        self.d_model, self.eps = d_model, eps
-        self.weight = nn.Parameter(torch.ones(d_model))   # gamma
+        self.d_model, self.eps = _check_norm_args(d_model, eps), eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_features(x, self.d_model)
-        x32 = x.to(torch.promote_types(x.dtype, torch.float32))               # float16/bfloat16 -> float32
-        mean_square = x32.pow(2).mean(dim=-1, keepdim=True)                    # (..., 1)
+        validate.features(x, self.d_model)
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))  # float16/bfloat16 -> float32
+        mean_square = x32.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
         return self.weight * (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype)
 
     def extra_repr(self) -> str:
@@ -110,13 +94,6 @@ class RMSNorm(nn.Module):
 
 
 NORMS = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
-
-
-def make_norm(norm: str, d_model: int, eps: float) -> nn.Module:
-    """LayerNorm or RMSNorm by name ("layernorm" | "rmsnorm")."""
-    if norm not in NORMS:
-        raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORMS)}")
-    return NORMS[norm](d_model, eps)
 
 
 class FeedForward(nn.Module):
@@ -128,20 +105,17 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; choose one of {', '.join(ACTIVATIONS)}")
-        if d_model < 1 or d_ff < 1:
-            raise ValueError(f"d_model and d_ff must be at least 1, got d_model={d_model}, d_ff={d_ff}")
-        self.d_model, self.d_ff, self.activation_name = d_model, d_ff, activation
+        self.d_model, self.d_ff = validate.integer(d_model, "d_model"), validate.integer(d_ff, "d_ff")
+        self.activation_name = validate.choice(activation, "activation", ACTIVATIONS)
         self.activation = ACTIVATIONS[activation]
-        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)   # W_1: (d_model -> d_ff), expand
-        self.dropout = nn.Dropout(_check_dropout(dropout))
-        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)   # W_2: (d_ff -> d_model), contract
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1: (d_model -> d_ff), expand
+        self.dropout = nn.Dropout(validate.dropout(dropout))
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2: (d_ff -> d_model), contract
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (..., d_model) -> (..., d_model)."""
-        _check_features(x, self.d_model)
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))   # hidden: (..., d_ff)
+        validate.features(x, self.d_model)
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))  # hidden: (..., d_ff)
 
     def extra_repr(self) -> str:
         return f"activation={self.activation_name!r}"
@@ -159,37 +133,27 @@ class SwiGLUFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0):
         super().__init__()
-        if d_model < 1 or d_ff < 1:
-            raise ValueError(f"d_model and d_ff must be at least 1, got d_model={d_model}, d_ff={d_ff}")
-        self.d_model, self.d_ff = d_model, d_ff
-        self.gate = nn.Linear(d_model, d_ff, bias=bias)   # (d_model -> d_ff), through SiLU: how much passes
-        self.up = nn.Linear(d_model, d_ff, bias=bias)     # (d_model -> d_ff), what passes
-        self.dropout = nn.Dropout(_check_dropout(dropout))
-        self.down = nn.Linear(d_ff, d_model, bias=bias)   # (d_ff -> d_model), contract
+        self.d_model, self.d_ff = validate.integer(d_model, "d_model"), validate.integer(d_ff, "d_ff")
+        self.gate = nn.Linear(d_model, d_ff, bias=bias)  # (d_model -> d_ff), through SiLU: how much passes
+        self.up = nn.Linear(d_model, d_ff, bias=bias)  # (d_model -> d_ff), what passes
+        self.dropout = nn.Dropout(validate.dropout(dropout))
+        self.down = nn.Linear(d_ff, d_model, bias=bias)  # (d_ff -> d_model), contract
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (..., d_model) -> (..., d_model)."""
-        _check_features(x, self.d_model)
-        hidden = F.silu(self.gate(x)) * self.up(x)                             # (..., d_ff)
+        validate.features(x, self.d_model)
+        hidden = F.silu(self.gate(x)) * self.up(x)  # (..., d_ff)
         return self.down(self.dropout(hidden))
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_ff={self.d_ff}"
 
 
-FFNS = ("mlp", "swiglu")
-
-
-def make_ffn(ffn: str, d_model: int, d_ff: int, activation: str | None, dropout: float, bias: bool) -> nn.Module:
-    """FeedForward ("mlp", activation default "relu") or SwiGLUFeedForward ("swiglu", always SiLU)."""
-    if ffn == "mlp":
-        return FeedForward(d_model, d_ff, "relu" if activation is None else activation, dropout, bias)
-    if ffn == "swiglu":
-        if activation not in (None, "silu"):
-            raise ValueError(f"ffn='swiglu' always gates with SiLU; got activation={activation!r} "
-                             f"(leave it None, or use ffn='mlp')")
+def make_ffn(ffn: str, d_model: int, d_ff: int, activation: str, dropout: float, bias: bool) -> nn.Module:
+    """FeedForward ("mlp", with `activation`) or SwiGLUFeedForward ("swiglu": SiLU-gated, `activation` unused)."""
+    if validate.choice(ffn, "ffn", ("mlp", "swiglu")) == "swiglu":
         return SwiGLUFeedForward(d_model, d_ff, bias, dropout)
-    raise ValueError(f"unknown ffn {ffn!r}; choose one of {', '.join(FFNS)}")
+    return FeedForward(d_model, d_ff, activation, dropout, bias)
 
 
 class EncoderBlock(nn.Module):
@@ -200,40 +164,59 @@ class EncoderBlock(nn.Module):
     Dropout is applied where torch.nn.TransformerEncoderLayer applies it: to the attention weights, to
     each sub-layer's output before the residual addition, and inside the FFN after the activation.
 
-    Options for Llama-style blocks (defaults = the original block): norm "layernorm" | "rmsnorm",
-    ffn "mlp" | "swiglu" (activation only applies to "mlp"; default "relu"), and the attention's
-    n_kv_heads (grouped-query) and rotary (RoPE, see MultiHeadAttention). A pre-norm block with
-    norm="rmsnorm", ffn="swiglu", bias=False, n_kv_heads and rotary is transformers' LlamaDecoderLayer.
+    The keyword-only options are lecture 8's Llama parts (defaults = the original block): norm "layernorm" |
+    "rmsnorm", ffn "mlp" | "swiglu" (activation only applies to "mlp"), and the attention's n_kv_heads
+    (grouped-query) and rotary (RoPE, see MultiHeadAttention). A pre-norm block with norm="rmsnorm",
+    ffn="swiglu", bias=False, n_kv_heads and rotary is transformers' LlamaDecoderLayer.
     """
 
-    def __init__(self, d_model: int, h: int, d_ff: int, dropout: float = 0.1, activation: str | None = None,
-                 norm_first: bool = False, eps: float = 1e-5, bias: bool = True, norm: str = "layernorm",
-                 ffn: str = "mlp", n_kv_heads: int | None = None, rotary: RotaryEmbedding | None = None):
+    def __init__(
+        self,
+        d_model: int,
+        h: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        bias: bool = True,
+        *,
+        norm: str = "layernorm",
+        ffn: str = "mlp",
+        n_kv_heads: int | None = None,
+        rotary: RotaryEmbedding | None = None,
+    ):
         super().__init__()
-        dropout = _check_dropout(dropout)
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout, n_kv_heads=n_kv_heads,
-                                            rotary=rotary)
+        self.self_attn = MultiHeadAttention(d_model, h, bias, dropout, n_kv_heads, rotary)
         self.ffn = make_ffn(ffn, d_model, d_ff, activation, dropout, bias)
-        self.norm1, self.norm2 = make_norm(norm, d_model, eps), make_norm(norm, d_model, eps)
+        norm_class = NORMS[validate.choice(norm, "norm", NORMS)]
+        self.norm1, self.norm2 = norm_class(d_model, eps), norm_class(d_model, eps)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False,
-                positions=None, kv_cache=None):
-        """x: (batch, N, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, N, N)
-        (causal_mask(N) for GPT, padding_mask(ids, pad_id) for BERT).
-        positions: the tokens' positions for a rotary attention (None = 0..N-1, or an int offset).
-        kv_cache: a scratch.attention.KVCache for the self-attention (generation, lecture 10): x holds only the
-        N new positions, the keys are past + N and mask is (N, past + N); the cache grows by N.
-        Returns x (batch, N, d_model), and the attention weights (batch, h, N, M) too when need_weights
-        (M = N, or past + N with a cache).
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        positions=None,
+        kv_cache=None,
+    ):
+        """x: (batch, n, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, n, n)
+        (causal_mask(n) for GPT, padding_mask(ids, pad_id) for BERT).
+        positions: the tokens' positions for a rotary attention (None = 0..n-1, or an int offset).
+        kv_cache: a scratch.sampling.KVCache for the self-attention (generation, lecture 10): x holds only the
+        n new positions, the keys are past + n and mask is (n, past + n); the cache grows by n.
+        Returns x (batch, n, d_model), and the attention weights (batch, h, n, m) too when need_weights
+        (m = n, or past + n with a cache).
         """
-        if self.norm_first:   # pre-LN: x = x + f(norm(x))
-            attn, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=True, positions=positions,
-                                           kv_cache=kv_cache)
+        if self.norm_first:  # pre-LN: x = x + f(norm(x))
+            attn, weights = self.self_attn(
+                self.norm1(x), mask=mask, need_weights=True, positions=positions, kv_cache=kv_cache
+            )
             x = x + self.dropout1(attn)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
-        else:                 # post-LN: x = norm(x + f(x))
+        else:  # post-LN: x = norm(x + f(x))
             attn, weights = self.self_attn(x, mask=mask, need_weights=True, positions=positions, kv_cache=kv_cache)
             x = self.norm1(x + self.dropout1(attn))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
@@ -250,10 +233,10 @@ class DecoderBlock(nn.Module):
     output (memory), so every target position can look at every source position.
     """
 
-    def __init__(self, d_model: int, h: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
-                 norm_first: bool = False, eps: float = 1e-5, bias: bool = True):
+    def __init__(
+        self, d_model: int, h: int, d_ff: int, dropout=0.1, activation="relu", norm_first=False, eps=1e-5, bias=True
+    ):
         super().__init__()
-        dropout = _check_dropout(dropout)
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
         self.cross_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
@@ -261,17 +244,20 @@ class DecoderBlock(nn.Module):
         self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, eps) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, need_weights: bool = False):
-        """x: (batch, N, d_model) the target side; memory: (batch, M, d_model) the encoder's output.
-        self_mask: broadcastable to (batch, h, N, N), usually causal_mask(N) (and target padding);
-        memory_mask: broadcastable to (batch, h, N, M), usually padding_mask(src, pad_id).
-        Returns x (batch, N, d_model), plus self_weights (batch, h, N, N) and cross_weights
-        (batch, h, N, M) when need_weights.
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ):
+        """x: (batch, n, d_model) the target side; memory: (batch, m, d_model) the encoder's output.
+        self_mask: broadcastable to (batch, h, n, n), usually causal_mask(n) (and target padding);
+        memory_mask: broadcastable to (batch, h, n, m), usually padding_mask(src, pad_id).
+        Returns x (batch, n, d_model), plus self_weights (batch, h, n, n) and cross_weights
+        (batch, h, n, m) when need_weights.
         """
-        if not isinstance(memory, torch.Tensor) or memory.dim() != 3 or memory.shape[-1] != x.shape[-1]:
-            shape = tuple(memory.shape) if isinstance(memory, torch.Tensor) else type(memory).__name__
-            raise ValueError(f"memory must have shape (batch, M, d_model={x.shape[-1]}), got {shape}")
         if self.norm_first:
             attn, self_weights = self.self_attn(self.norm1(x), mask=self_mask, need_weights=True)
             x = x + self.dropout1(attn)

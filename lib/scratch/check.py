@@ -7,6 +7,7 @@ every asset of `scratch.assets` (re-hashed from disk, never downloaded here), th
 in data/checkpoints/, the course's Jupyter kernel (which pins the numeric path, `scratch.numerics`), and the
 Chromium the book's browser test drives. Exit code 1 if anything failed.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -56,8 +57,11 @@ def locked_packages(path: Path = LOCK) -> dict[str, str]:
 
 def check_lock() -> tuple[bool, str, str]:
     problems = lock_tool().stale(REQUIREMENTS, LOCK)
-    what = "requirements.lock matches requirements.txt" if not problems else (
-        "requirements.lock is stale: " + "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else ""))
+    what = (
+        "requirements.lock matches requirements.txt"
+        if not problems
+        else ("requirements.lock is stale: " + "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else ""))
+    )
     return not problems, what, FIX_LOCK
 
 
@@ -72,8 +76,13 @@ def check_locked_dependencies(pinned: dict[str, str]) -> tuple[bool, str, str]:
             wrong.append(what)
     if not wrong:
         return True, f"{len(others)} more packages of requirements.lock at their locked versions", FIX_PACKAGES
-    return False, f"{len(wrong)} of {len(others)} locked dependencies differ: " + "; ".join(wrong[:5]) + (
-        " ..." if len(wrong) > 5 else ""), FIX_PACKAGES
+    return (
+        False,
+        f"{len(wrong)} of {len(others)} locked dependencies differ: "
+        + "; ".join(wrong[:5])
+        + (" ..." if len(wrong) > 5 else ""),
+        FIX_PACKAGES,
+    )
 
 
 def check_python() -> tuple[bool, str, str]:
@@ -91,35 +100,8 @@ def check_package(name: str, pinned: str) -> tuple[bool, str, str]:
     return same, f"{name} {installed} (pinned {pinned})", FIX_PACKAGES
 
 
-def asset_status(key: str) -> str:
-    """'OK' or why not, from what is on disk (unlike assets.verify, this never fetches)."""
-    if key in assets.NPM_PACKAGES:
-        pkg = assets.NPM_PACKAGES[key]
-        marker = pkg.folder / ".verified"
-        if not (marker.exists() and marker.read_text().strip() == pkg.sha256):
-            return f"{pkg.spec} not fetched"
-        if key == "gpt2-bpe":
-            encoder, merges = (pkg.folder / "package" / "encoder.json", pkg.folder / "package" / "vocab.bpe")
-            if (assets.sha256_of(encoder), assets.sha256_of(merges)) != (assets.GPT2_ENCODER_JSON_SHA256,
-                                                                         assets.GPT2_VOCAB_BPE_SHA256):
-                return "GPT-2 BPE files damaged"
-        return "OK"
-    if key in assets.PIP_PACKAGES:
-        pkg = assets.PIP_PACKAGES[key]
-        path = assets._installed_file(pkg)
-        if path is None:
-            return f"{pkg.spec} not installed"
-        return "OK" if assets.sha256_of(path) == pkg.file_sha256 else f"{path.name} damaged"
-    if key == "smollm2":
-        marker = assets.SMOLLM2_CACHE / ".converted-from"
-        expected = assets.PIP_PACKAGES["smollm2-gguf"].file_sha256
-        ok = marker.exists() and marker.read_text().strip() == expected
-        return "OK" if ok else "float32 copy not converted yet"
-    raise KeyError(f"unknown asset {key!r}")
-
-
 def check_asset(key: str) -> tuple[bool, str, str]:
-    status = asset_status(key)
+    status = assets.status(key)
     return status == "OK", f"asset {key}" + ("" if status == "OK" else f": {status}"), assets.FIX_ALL
 
 

@@ -3,61 +3,39 @@
 Attention treats its input as a set (lecture 3), so word order has to be put in by hand:
 
     sinusoidal_positional_encoding   the fixed sin/cos table of "Attention Is All You Need"
-    SinusoidalPositionalEncoding     x + PE[:N], the table kept as a buffer (nothing to learn)
-    LearnedPositionalEmbedding       x + P[:N], P an nn.Embedding(max_len, d_model) learned like tokens (BERT, GPT-2)
+    SinusoidalPositionalEncoding     x + PE[:n], the table kept as a buffer (nothing to learn)
+    LearnedPositionalEmbedding       x + P[:n], P an nn.Embedding(max_len, d_model) learned like tokens (BERT, GPT-2)
     RelativePositionBias             a learned bias per query-key offset, added to the scores (T5's buckets)
     RotaryEmbedding                  rotates queries and keys by position (RoPE, Llama's "rotate half" layout)
 
 Token embeddings themselves are plain `torch.nn.Embedding`: a lookup of rows, i.e. one_hot(ids) @ weight.
-Shapes use the lectures' names: N positions (queries), M keys, d_model, h heads, d_head per head.
+Shapes use the lectures' names: n positions (queries), m keys, d_model, h heads, d_head per head.
 """
+
 from __future__ import annotations
 
 import math
-import operator
 
 import torch
 from torch import nn
 
-
-# ---------------------------------------------------------------- checks shared by the modules
-
-def _check_positive_int(value, name: str) -> int:
-    try:
-        value = operator.index(value)  # accepts ints (numpy/torch too), refuses 2.0 and "2"
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
+from scratch import validate
 
 
-def _check_offset(offset, name: str = "offset") -> int:
-    try:
-        offset = operator.index(offset)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(offset).__name__}") from None
-    if offset < 0:
-        raise ValueError(f"{name} must be >= 0, got {offset}")
-    return offset
-
-
-def _check_sequence(x: torch.Tensor, d_model: int, max_len: int, offset: int, what: str = "x") -> int:
-    """x: (..., N, d_model) with offset + N <= max_len; returns N."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() < 2:
-        raise ValueError(f"{what} must have shape (..., N, {d_model}), got {tuple(x.shape)}")
-    if x.shape[-1] != d_model:
-        raise ValueError(f"{what}'s last dimension must be d_model = {d_model}, got shape {tuple(x.shape)}")
-    n = x.shape[-2]
-    if offset + n > max_len:
-        raise ValueError(f"sequence too long: positions {offset}..{offset + n - 1} do not fit in "
-                         f"max_len = {max_len}")
-    return n
+def _check_sequence(x: torch.Tensor, d_model: int, max_len: int, offset: int) -> int:
+    """x: (..., n, d_model) with offset + n <= max_len; returns n."""
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != d_model:
+        found = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must be a tensor of shape (..., n, d_model = {d_model}), got {found}")
+    if offset + x.shape[-2] > max_len:
+        raise ValueError(
+            f"sequence too long: positions {offset}..{offset + x.shape[-2] - 1} do not fit in max_len = {max_len}"
+        )
+    return x.shape[-2]
 
 
 # ---------------------------------------------------------------- absolute positions
+
 
 def sinusoidal_positional_encoding(max_len: int, d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The fixed table PE of shape (max_len, d_model), with ω_i = 1 / 10000^(2i / d_model):
@@ -67,8 +45,8 @@ def sinusoidal_positional_encoding(max_len: int, d_model: int, dtype: torch.dtyp
     Pair i turns at frequency ω_i: fast for the first dimensions, slower and slower for the last ones.
     Computed in float64 and then cast, so the largest positions lose no accuracy in float32.
     """
-    max_len = _check_positive_int(max_len, "max_len")
-    d_model = _check_positive_int(d_model, "d_model")
+    max_len = validate.integer(max_len, "max_len")
+    d_model = validate.integer(d_model, "d_model")
     if d_model % 2:
         raise ValueError(f"d_model must be even (sin/cos pairs), got {d_model}")
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
@@ -81,7 +59,7 @@ def sinusoidal_positional_encoding(max_len: int, d_model: int, dtype: torch.dtyp
 
 
 class SinusoidalPositionalEncoding(nn.Module):
-    """Adds the sinusoidal table to token embeddings: x (batch, N, d_model) -> x + PE[offset : offset + N].
+    """Adds the sinusoidal table to token embeddings: x (batch, n, d_model) -> x + PE[offset : offset + n].
 
     The table is a buffer, not a parameter: it moves with .to(device) but is never trained (and, being
     recomputable, is not saved in the state_dict). `offset` is the position of the first token, for
@@ -95,16 +73,16 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        offset = _check_offset(offset)
+        offset = validate.integer(offset, "offset", minimum=0)
         n = _check_sequence(x, self.d_model, self.max_len, offset)
-        return self.dropout(x + self.pe[offset:offset + n].to(x.dtype))
+        return self.dropout(x + self.pe[offset : offset + n].to(x.dtype))
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """One trained vector per position (BERT, GPT-2): x (batch, N, d_model) -> x + P[offset : offset + N].
+    """One trained vector per position (BERT, GPT-2): x (batch, n, d_model) -> x + P[offset : offset + n].
 
     P is `self.embedding.weight`, of shape (max_len, d_model); positions past max_len simply do not exist.
     Initialised N(0, 0.02²) like BERT and GPT-2, so it starts as a small perturbation of the tokens.
@@ -112,8 +90,8 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
-        self.max_len = _check_positive_int(max_len, "max_len")
-        self.d_model = _check_positive_int(d_model, "d_model")
+        self.max_len = validate.integer(max_len, "max_len")
+        self.d_model = validate.integer(d_model, "d_model")
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
@@ -122,7 +100,7 @@ class LearnedPositionalEmbedding(nn.Module):
         return self.embedding.weight
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        offset = _check_offset(offset)
+        offset = validate.integer(offset, "offset", minimum=0)
         n = _check_sequence(x, self.d_model, self.max_len, offset)
         positions = torch.arange(offset, offset + n, device=x.device)
         return x + self.embedding(positions)
@@ -130,8 +108,10 @@ class LearnedPositionalEmbedding(nn.Module):
 
 # ---------------------------------------------------------------- relative positions
 
-def relative_position_bucket(relative_position: torch.Tensor, bidirectional: bool = True,
-                             num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
+
+def relative_position_bucket(
+    relative_position: torch.Tensor, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> torch.Tensor:
     """T5's map from an offset (key position - query position) to one of num_buckets integer buckets.
 
     Half of the buckets (per direction, if bidirectional) hold the small offsets exactly, one each;
@@ -153,8 +133,14 @@ def relative_position_bucket(relative_position: torch.Tensor, bidirectional: boo
     max_exact = num_buckets // 2
     is_small = distance < max_exact
     # log-spaced bins from max_exact up to max_distance; clamp(min=1) only avoids log(0) in the unused branch
-    if_large = max_exact + (torch.log(distance.clamp(min=1).float() / max_exact)
-                            / math.log(max_distance / max_exact) * (num_buckets - max_exact)).long()
+    if_large = (
+        max_exact
+        + (
+            torch.log(distance.clamp(min=1).float() / max_exact)
+            / math.log(max_distance / max_exact)
+            * (num_buckets - max_exact)
+        ).long()
+    )
     if_large = if_large.clamp(max=num_buckets - 1)
     return buckets + torch.where(is_small, distance, if_large)
 
@@ -164,8 +150,8 @@ class RelativePositionBias(nn.Module):
 
         scores[:, i, j] = q_i · k_j / sqrt(d_k) + S_rel[:, bucket(j - i)]
 
-    forward(N, M) returns the (h, N, M) bias for N queries at positions offset..offset + N - 1 and M keys
-    at positions 0..M - 1. The bias depends on j - i only (a Toeplitz matrix per head), so it means
+    forward(n, m) returns the (h, n, m) bias for n queries at positions offset..offset + n - 1 and m keys
+    at positions 0..m - 1. The bias depends on j - i only (a Toeplitz matrix per head), so it means
     something only when queries and keys come from the same sequence: self-attention, not cross-attention.
     Offsets are bucketed like T5 (`relative_position_bucket`): exact for |j - i| < num_buckets / 4
     (bidirectional), logarithmic beyond, one shared bucket past max_distance.
@@ -173,34 +159,39 @@ class RelativePositionBias(nn.Module):
 
     def __init__(self, h: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True):
         super().__init__()
-        self.h = _check_positive_int(h, "h")
-        self.num_buckets = _check_positive_int(num_buckets, "num_buckets")
-        self.max_distance = _check_positive_int(max_distance, "max_distance")
+        self.h = validate.integer(h, "h")
+        self.num_buckets = validate.integer(num_buckets, "num_buckets")
+        self.max_distance = validate.integer(max_distance, "max_distance")
         self.bidirectional = bool(bidirectional)
         max_exact = num_buckets // (4 if bidirectional else 2)
         if max_exact < 1:
-            raise ValueError(f"num_buckets = {num_buckets} is too small: need at least "
-                             f"{4 if bidirectional else 2} (half exact, half logarithmic"
-                             f"{', per direction' if bidirectional else ''})")
+            raise ValueError(
+                f"num_buckets = {num_buckets} is too small: need at least "
+                f"{4 if bidirectional else 2} (half exact, half logarithmic"
+                f"{', per direction' if bidirectional else ''})"
+            )
         if max_distance <= max_exact:
             raise ValueError(f"max_distance must exceed the {max_exact} exact offsets, got {max_distance}")
         self.bias = nn.Embedding(num_buckets, h)  # S_rel: one row per bucket, one column per head
 
     def forward(self, n: int, m: int, offset: int = 0) -> torch.Tensor:
-        n, m = _check_positive_int(n, "N"), _check_positive_int(m, "M")
-        offset = _check_offset(offset)
+        n, m = validate.integer(n, "n"), validate.integer(m, "m")
+        offset = validate.integer(offset, "offset", minimum=0)
         device = self.bias.weight.device
         query = torch.arange(offset, offset + n, device=device)[:, None]
         key = torch.arange(m, device=device)[None, :]
         buckets = relative_position_bucket(key - query, self.bidirectional, self.num_buckets, self.max_distance)
-        return self.bias(buckets).permute(2, 0, 1)  # (N, M, h) -> (h, N, M)
+        return self.bias(buckets).permute(2, 0, 1)  # (n, m, h) -> (h, n, m)
 
     def extra_repr(self) -> str:
-        return (f"h={self.h}, num_buckets={self.num_buckets}, max_distance={self.max_distance}, "
-                f"bidirectional={self.bidirectional}")
+        return (
+            f"h={self.h}, num_buckets={self.num_buckets}, max_distance={self.max_distance}, "
+            f"bidirectional={self.bidirectional}"
+        )
 
 
 # ---------------------------------------------------------------- rotary embeddings (RoPE)
+
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: a 90° turn of every pair (x_j, x_{j+d/2})."""
@@ -221,17 +212,17 @@ class RotaryEmbedding(nn.Module):
     is paired with j + d_head/2; angles in float32), so Llama/SmolLM2 weights give the same numbers.
 
         rope = RotaryEmbedding(d_head)
-        q, k = rope(q, k)                      # q, k: (..., N, d_head), e.g. (batch, h, N, d_head)
-        k_new = rope.rotate(k_new, positions=past_length)   # one tensor, positions past..past+N-1
+        q, k = rope(q, k)                      # q, k: (..., n, d_head), e.g. (batch, h, n, d_head)
+        k_new = rope.rotate(k_new, positions=past_length)   # one tensor, positions past..past+n-1
 
-    `positions`: None (0..N-1), an int offset, or an integer tensor of shape (N,) or (batch, N).
+    `positions`: None (0..n-1), an int offset, or an integer tensor of shape (n,) or (batch, n).
     cos and sin are precomputed for max_len positions, as non-persistent buffers (not in the state_dict).
     """
 
     def __init__(self, d_head: int, max_len: int = 4096, base: float = 10000.0):
         super().__init__()
-        self.d_head = _check_positive_int(d_head, "d_head")
-        self.max_len = _check_positive_int(max_len, "max_len")
+        self.d_head = validate.integer(d_head, "d_head")
+        self.max_len = validate.integer(max_len, "max_len")
         if d_head % 2:
             raise ValueError(f"d_head must be even (RoPE rotates pairs of dimensions), got {d_head}")
         if not base > 1:
@@ -247,38 +238,43 @@ class RotaryEmbedding(nn.Module):
 
     def cos_sin(self, n: int, positions=None) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin of the angles for n positions: each (n, d_head), or (batch, n, d_head) for batched positions."""
-        if positions is None or not isinstance(positions, torch.Tensor):
-            offset = _check_offset(0 if positions is None else positions, "positions (an offset)")
-            positions = torch.arange(offset, offset + n, device=self.cos_cached.device)
+        if not isinstance(positions, torch.Tensor):  # None or an offset: a slice of the tables
+            offset = validate.integer(0 if positions is None else positions, "positions (an offset)", minimum=0)
+            if offset + n > self.max_len:
+                raise ValueError(
+                    f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
+                    f"{offset}..{offset + n - 1}"
+                )
+            return self.cos_cached[offset : offset + n], self.sin_cached[offset : offset + n]
         if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
             raise TypeError(f"positions must be integers, got {positions.dtype}")
         if positions.dim() not in (1, 2) or positions.shape[-1] != n:
             raise ValueError(f"positions must have shape ({n},) or (batch, {n}), got {tuple(positions.shape)}")
-        if positions.numel() and (positions.min() < 0 or positions.max() >= self.max_len):
-            raise ValueError(f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
-                             f"{int(positions.min())}..{int(positions.max())}")
+        if positions.min() < 0 or positions.max() >= self.max_len:
+            raise ValueError(
+                f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
+                f"{int(positions.min())}..{int(positions.max())}"
+            )
         positions = positions.to(self.cos_cached.device)
         return self.cos_cached[positions], self.sin_cached[positions]
 
     def rotate(self, x: torch.Tensor, positions=None) -> torch.Tensor:
-        """x: (..., N, d_head) -> the same shape, pair j at position m turned by m · θ_j."""
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-        if not x.is_floating_point():
-            raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
-        if x.dim() < 2 or x.shape[-1] != self.d_head:
-            raise ValueError(f"x must have shape (..., N, d_head = {self.d_head}), got {tuple(x.shape)}")
-        cos, sin = self.cos_sin(x.shape[-2], positions)
-        if cos.dim() == 3:  # batched positions (batch, N, d): put the head dimensions in between
-            if x.dim() < 3:
-                raise ValueError(f"batched positions need x of shape (batch, ..., N, d_head), got {tuple(x.shape)}")
-            shape = (cos.shape[0],) + (1,) * (x.dim() - 3) + cos.shape[1:]
-            cos, sin = cos.reshape(shape), sin.reshape(shape)
-        return apply_rotary(x, cos.to(x.dtype), sin.to(x.dtype))
+        """x: (..., n, d_head) -> the same shape, pair j at position m turned by m · θ_j."""
+        return apply_rotary(x, *self._cos_sin_like(x, positions))
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, positions=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rotate queries and keys of the same positions: q, k (..., N, d_head) -> (q_rotated, k_rotated)."""
-        return self.rotate(q, positions), self.rotate(k, positions)
+        """Rotate queries and keys of the same positions: q, k (..., n, d_head) -> (q_rotated, k_rotated)."""
+        cos, sin = self._cos_sin_like(q, positions)  # one lookup serves both: same positions, same dims
+        return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+
+    def _cos_sin_like(self, x: torch.Tensor, positions) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos_sin for x (..., n, d_head), in x's dtype and shaped to broadcast against it."""
+        validate.features(x, self.d_head)
+        cos, sin = self.cos_sin(x.shape[-2], positions)
+        if cos.dim() == 3:  # batched positions (batch, n, d): put the head dimensions in between
+            shape = (cos.shape[0],) + (1,) * (x.dim() - 3) + cos.shape[1:]
+            cos, sin = cos.reshape(shape), sin.reshape(shape)
+        return cos.to(x.dtype), sin.to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_head={self.d_head}, max_len={self.max_len}, base={self.base}"

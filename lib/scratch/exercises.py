@@ -15,6 +15,7 @@ imported earlier (`from scratch.attention import causal_mask`), because its code
 A built-in (C) function is replaced by name only, so forbid every path to it (`torch.softmax`, the method, the
 `functional` one), and let the check also test the property the exercise is about.
 """
+
 from __future__ import annotations
 
 import importlib

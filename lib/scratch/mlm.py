@@ -5,22 +5,29 @@
     token_windows          a corpus cut into [CLS] ... [SEP] windows of WordPiece ids
     masked_word_eval_set   held-out whole words (single WordPiece tokens) hidden behind [MASK]
     fill_mask_accuracy     top-1 / top-5 accuracy of a masked LM on such a set
-    load_minilm_mlm        all-MiniLM-L6-v2 (frozen) + the MLM head the course trained on it, as a
-                           transformers BertForMaskedLM, so `pipeline("fill-mask", ...)` works
+    heldout_chapters       Moby-Dick's chapters split into training and held-out ones
 
 MiniLM ships no MLM head (it was fine-tuned for sentence embeddings); data/checkpoints/minilm-mlm-head/
-holds the small head trained by its train.py, and metrics.json the accuracies measured there.
+holds the small head trained by its train.py, which scratch.pretrained.load_minilm_mlm puts on MiniLM.
 """
+
 from __future__ import annotations
 
 import torch
 
-HEAD_CHECKPOINT = "minilm-mlm-head"
+from scratch.training import eval_mode
+
 IGNORE_INDEX = -100  # label of positions that are not predicted (PyTorch's cross_entropy default)
 
 
-def mask_tokens(ids: torch.Tensor, special_mask: torch.Tensor, mask_id: int, vocab_size: int,
-                prob: float = 0.15, generator: torch.Generator | None = None):
+def mask_tokens(
+    ids: torch.Tensor,
+    special_mask: torch.Tensor,
+    mask_id: int,
+    vocab_size: int,
+    prob: float = 0.15,
+    generator: torch.Generator | None = None,
+):
     """BERT's masking: returns (inputs, labels), both (batch, T) like ids.
 
     Each non-special token is picked with probability `prob`. A picked token becomes [MASK] with
@@ -31,15 +38,17 @@ def mask_tokens(ids: torch.Tensor, special_mask: torch.Tensor, mask_id: int, voc
     if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"ids must be an integer tensor, got {getattr(ids, 'dtype', type(ids).__name__)}")
     if not isinstance(special_mask, torch.Tensor) or special_mask.shape != ids.shape:
-        raise ValueError(f"special_mask must be a bool tensor of the shape of ids {tuple(ids.shape)}, "
-                         f"got {tuple(special_mask.shape) if isinstance(special_mask, torch.Tensor) else special_mask}")
+        raise ValueError(
+            f"special_mask must be a bool tensor of the shape of ids {tuple(ids.shape)}, "
+            f"got {tuple(special_mask.shape) if isinstance(special_mask, torch.Tensor) else special_mask}"
+        )
     if not 0.0 < prob < 1.0:
         raise ValueError(f"prob must be in (0, 1), got {prob}")
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"mask_id {mask_id} is outside the vocabulary [0, {vocab_size})")
     picked = (torch.rand(ids.shape, generator=generator) < prob) & ~special_mask.bool()
     labels = torch.where(picked, ids, torch.full_like(ids, IGNORE_INDEX))
-    action = torch.rand(ids.shape, generator=generator)                     # one draw decides 80/10/10
+    action = torch.rand(ids.shape, generator=generator)  # one draw decides 80/10/10
     to_mask = picked & (action < 0.8)
     to_random = picked & (action >= 0.8) & (action < 0.9)
     random_ids = torch.randint(vocab_size, ids.shape, generator=generator, dtype=ids.dtype)
@@ -58,9 +67,9 @@ def token_windows(tokenizer, texts: list[str], max_len: int = 64) -> list[list[i
     body = max_len - 2
     windows = []
     for text in texts:
-        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]   # long texts are the point
+        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]  # long texts are the point
         for start in range(0, len(ids), body):
-            chunk = ids[start:start + body]
+            chunk = ids[start : start + body]
             if len(chunk) == body:
                 windows.append([tokenizer.cls_token_id, *chunk, tokenizer.sep_token_id])
     return windows
@@ -69,9 +78,14 @@ def token_windows(tokenizer, texts: list[str], max_len: int = 64) -> list[list[i
 def single_token_words(tokenizer, ids: list[int]) -> list[int]:
     """Positions of whole alphabetic words that are one WordPiece token (not '##x', not followed by '##x')."""
     tokens = tokenizer.convert_ids_to_tokens(ids)
-    return [i for i, tok in enumerate(tokens)
-            if tok.isalpha() and tok.isascii() and tok not in tokenizer.all_special_tokens
-            and not (i + 1 < len(tokens) and tokens[i + 1].startswith("##"))]
+    return [
+        i
+        for i, tok in enumerate(tokens)
+        if tok.isalpha()
+        and tok.isascii()
+        and tok not in tokenizer.all_special_tokens
+        and not (i + 1 < len(tokens) and tokens[i + 1].startswith("##"))
+    ]
 
 
 def masked_word_eval_set(tokenizer, windows: list[list[int]], prob: float = 0.15, seed: int = 0):
@@ -95,24 +109,23 @@ def masked_word_eval_set(tokenizer, windows: list[list[int]], prob: float = 0.15
     return examples
 
 
-@torch.no_grad()
 def fill_mask_accuracy(model, examples, batch_size: int = 32) -> dict:
     """Top-1 and top-5 accuracy of a BertForMaskedLM-like model (returns .logits) on masked_word_eval_set's
-    examples (all windows of one length). Returns {'top1', 'top5', 'n'} (n = masked words scored)."""
+    examples (all windows of one length), in eval mode. Returns {'top1', 'top5', 'n'} (n = masked words scored)."""
     if not examples:
         raise ValueError("examples is empty: nothing to score")
-    model.eval()
     top1 = top5 = n = 0
-    for start in range(0, len(examples), batch_size):
-        batch = examples[start:start + batch_size]
-        ids = torch.nn.utils.rnn.pad_sequence([e[0] for e in batch], batch_first=True)
-        attention_mask = torch.nn.utils.rnn.pad_sequence([torch.ones_like(e[0]) for e in batch], batch_first=True)
-        logits = model(input_ids=ids, attention_mask=attention_mask).logits       # (batch, T, vocab)
-        for row, (_, positions, targets) in enumerate(batch):
-            best = logits[row, positions].topk(5, dim=-1).indices                 # (k, 5)
-            top1 += (best[:, 0] == targets).sum().item()
-            top5 += (best == targets[:, None]).any(-1).sum().item()
-            n += len(targets)
+    with eval_mode(model):
+        for start in range(0, len(examples), batch_size):
+            batch = examples[start : start + batch_size]
+            ids = torch.nn.utils.rnn.pad_sequence([e[0] for e in batch], batch_first=True)
+            attention_mask = torch.nn.utils.rnn.pad_sequence([torch.ones_like(e[0]) for e in batch], batch_first=True)
+            logits = model(input_ids=ids, attention_mask=attention_mask).logits  # (batch, T, vocab)
+            for row, (_, positions, targets) in enumerate(batch):
+                best = logits[row, positions].topk(5, dim=-1).indices  # (k, 5)
+                top1 += (best[:, 0] == targets).sum().item()
+                top5 += (best == targets[:, None]).any(-1).sum().item()
+                n += len(targets)
     return {"top1": top1 / n, "top5": top5 / n, "n": n}
 
 
@@ -120,34 +133,3 @@ def heldout_chapters(chapters: list[dict], every: int = 10) -> tuple[list[dict],
     """Moby-Dick split by chapter: every `every`-th chapter (10, 20, ...) is held out. -> (train, held_out)."""
     held = [c for c in chapters if int(c["chapter"]) % every == 0]
     return [c for c in chapters if int(c["chapter"]) % every != 0], held
-
-
-def load_minilm_mlm(name: str = HEAD_CHECKPOINT):
-    """all-MiniLM-L6-v2's encoder + the course's MLM head -> (BertForMaskedLM in eval mode, tokenizer).
-
-    The head (dense + GELU + LayerNorm, then the decoder tied to MiniLM's word embeddings, plus a bias)
-    is read from data/checkpoints/<name>/model.safetensors; the encoder is MiniLM's, unchanged.
-    """
-    from safetensors.torch import load_file
-    from transformers import AutoTokenizer, BertForMaskedLM
-    from transformers.utils import logging
-
-    from scratch import assets
-
-    head = load_file(assets.checkpoint_dir(name) / "model.safetensors")
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()            # MiniLM has no cls.* weights: the "newly initialised" notice is expected
-    try:
-        model = BertForMaskedLM.from_pretrained(assets.minilm_dir(), attn_implementation="eager")
-    finally:
-        logging.set_verbosity(verbosity)
-    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}   # = word embeddings, = bias
-    expected = {k for k in model.state_dict() if k.startswith("cls.") and k not in tied}
-    if set(head) != expected:
-        raise ValueError(f"{name}: expected the head tensors {sorted(expected)}, found {sorted(head)}")
-    model.load_state_dict(head, strict=False)
-    predictions = model.cls.predictions
-    if (predictions.decoder.weight.data_ptr() != model.bert.embeddings.word_embeddings.weight.data_ptr()
-            or predictions.decoder.bias.data_ptr() != predictions.bias.data_ptr()):
-        raise RuntimeError("the MLM decoder is not tied to the word embeddings and the head's bias")
-    return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())

@@ -12,6 +12,7 @@ distribution over the vocabulary of V tokens. A decoding policy picks the next t
     process_logits(z, temperature, top_k, top_p)    the three in transformers' order
 
     generate(model, input_ids, max_new_tokens, strategy="greedy" | "sample" | "beam", ...)
+    KVCache, new_kv_cache(model)    the keys and values of past positions, so each step computes only the new token
 
 Every transform maps logits (..., V) to logits (..., V), filtered entries set to -inf (probability 0), so they
 compose: top_p_filter(top_k_filter(apply_temperature(z, 0.7), 50), 0.9). generate works with a scratch GPT (it
@@ -22,10 +23,10 @@ Measured properties of a text (a sequence of token ids or words): distinct_n (th
 and repetition (the share of n-grams that repeat an earlier one).
 Shapes: batch, T prompt tokens, V vocabulary.
 """
+
 from __future__ import annotations
 
 import math
-import numbers
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -33,52 +34,38 @@ from contextlib import nullcontext
 import torch
 from torch.nn import functional as F
 
-from scratch.models import GPT, _check_count, _check_ids, _check_token_id, _eval_mode
+from scratch import validate
+from scratch.models import GPT
+from scratch.training import eval_mode
 
 STRATEGIES = ("greedy", "sample", "beam")
 
 
-# ---------------------------------------------------------------- input checks
-
 def _check_logits(logits) -> torch.Tensor:
-    if not isinstance(logits, torch.Tensor):
-        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
-    if not logits.is_floating_point():
-        raise TypeError(f"logits must be a floating-point tensor, got {logits.dtype}")
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        raise TypeError(
+            f"logits must be a floating-point tensor, got {getattr(logits, 'dtype', type(logits).__name__)}"
+        )
     if logits.dim() < 1 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (..., V) with V >= 1 vocabulary entries, got {tuple(logits.shape)}")
     return logits
 
 
-def _check_real(value, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {type(value).__name__}")
-    return float(value)
-
-
 def _check_temperature(temperature) -> float:
-    temperature = _check_real(temperature, "temperature")
+    temperature = validate.real(temperature, "temperature")
     if not (temperature > 0 and math.isfinite(temperature)):
         raise ValueError(f"temperature must be > 0 and finite, got {temperature} (for T -> 0 use greedy decoding)")
     return temperature
 
 
-def _check_top_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"top-k's k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"top-k's k must be at least 1 (k = 1 is greedy), got {k}")
-    return int(k)
-
-
 def _check_top_p(p) -> float:
-    p = _check_real(p, "top-p's p")
-    if not 0 < p <= 1:
+    if not 0 < validate.real(p, "top-p's p") <= 1:
         raise ValueError(f"top-p's p must be in (0, 1], got {p}")
-    return p
+    return float(p)
 
 
 # ---------------------------------------------------------------- logits transforms
+
 
 def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """softmax(z / T): logits (..., V) -> logits / T.
@@ -98,8 +85,8 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
     everything: exactly transformers' TopKLogitsWarper.
     """
     logits = _check_logits(logits)
-    k = min(_check_top_k(k), logits.shape[-1])
-    kth_largest = torch.topk(logits, k, dim=-1).values[..., -1:]            # (..., 1)
+    k = min(validate.integer(k, "top-k's k"), logits.shape[-1])
+    kth_largest = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1)
     return logits.masked_fill(logits < kth_largest, float("-inf"))
 
 
@@ -115,16 +102,17 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     """
     logits = _check_logits(logits)
     p = _check_top_p(p)
-    sorted_logits, order = torch.sort(logits, dim=-1, descending=False)     # least probable first
-    tail_mass = sorted_logits.softmax(dim=-1).cumsum(dim=-1)                 # P(this token or a less probable one)
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=False)  # least probable first
+    tail_mass = sorted_logits.softmax(dim=-1).cumsum(dim=-1)  # P(this token or a less probable one)
     drop_sorted = tail_mass <= 1 - p
-    drop_sorted[..., -1:] = False                                            # the most probable token always stays
-    drop = drop_sorted.scatter(-1, order, drop_sorted)                       # back to vocabulary order
+    drop_sorted[..., -1:] = False  # the most probable token always stays
+    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
     return logits.masked_fill(drop, float("-inf"))
 
 
-def process_logits(logits: torch.Tensor, temperature: float | None = None, top_k: int | None = None,
-                   top_p: float | None = None) -> torch.Tensor:
+def process_logits(
+    logits: torch.Tensor, temperature: float | None = None, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
     """The three transforms in transformers' order: temperature, then top-k, then top-p (None = skip)."""
     if temperature is not None:
         logits = apply_temperature(logits, temperature)
@@ -135,82 +123,138 @@ def process_logits(logits: torch.Tensor, temperature: float | None = None, top_k
     return logits
 
 
-# ---------------------------------------------------------------- the model, step by step
+# ---------------------------------------------------------------- the KV cache
 
-def _is_transformers_model(model) -> bool:
-    transformers = sys.modules.get("transformers")           # no import: a model of it implies it is loaded
-    return transformers is not None and isinstance(model, transformers.PreTrainedModel)
+
+class KVCache:
+    """The keys and values one self-attention layer has computed so far: k (batch, n_kv_heads, M, d_k), v (batch,
+    n_kv_heads, M, d_v), M = the number of positions seen.
+
+    A decoder generates one token at a time, and in a causal model the keys and values of past positions never
+    change (a position only attends to earlier ones). So instead of recomputing them at every step, each layer
+    keeps them here and computes only the new token's: `append` concatenates along M and returns everything
+    for the attention. The keys are stored after RoPE (each is rotated once, by its own position) and, with
+    grouped-query attention, only the n_kv_heads heads: the cache is h / n_kv_heads times smaller than with
+    ordinary multi-head attention. Beam search reorders the rows when it reorders its beams: `reorder(index)`.
+    """
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        """M: the number of cached positions (0 when empty)."""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the keys and values of n new positions, (batch, n_kv_heads, n, d); return all M + n of them."""
+        if self.k is not None and (k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]):
+            raise ValueError(
+                f"the cache holds keys of shape (batch, heads, M, d_k) = {tuple(self.k.shape)}; "
+                f"new keys {tuple(k.shape)} do not fit (same batch, heads and d_k needed)"
+            )
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep the rows `index` (batch',) of the batch, in that order (beam search picks its beams' parents)."""
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+    def __repr__(self) -> str:
+        return f"KVCache(positions={len(self)}, k shape={None if self.k is None else tuple(self.k.shape)})"
+
+
+def new_kv_cache(model: GPT) -> list[KVCache]:
+    """An empty cache for GPT.forward's kv_cache: one KVCache per block."""
+    return [KVCache() for _ in model.blocks]
+
+
+# ---------------------------------------------------------------- the model, step by step
 
 
 class _Decoder:
-    """Next-token logits (batch, V) for a growing sequence, with or without a KV cache.
+    """The model behind one interface: the whole sequence so far (batch, L) -> logits of the next token (batch, V).
 
-    A scratch GPT returns a logits tensor and takes kv_cache=[KVCache, ...]; a transformers model returns an
+    A scratch GPT returns a logits tensor and takes kv_cache=new_kv_cache(model); a transformers model returns an
     output with .logits and takes past_key_values (its own cache object); any other callable ids -> logits
-    (a tensor or an output with .logits) is run on the whole sequence every step.
+    (a tensor or an output with .logits) is run on the whole sequence every step. With a cache, only the tokens
+    it has not seen go through the model. A scratch GPT sees at most its last max_len tokens: once the text is
+    longer the window slides, and as a cache cannot slide, the window is recomputed at every step from then on.
     """
 
     def __init__(self, model, use_cache: bool):
+        transformers = sys.modules.get("transformers")  # no import: a model of it implies it is loaded
         if isinstance(model, GPT):
-            self.kind = "scratch"
-        elif _is_transformers_model(model):
-            self.kind = "transformers"
+            self.kind, self.max_len = "scratch", model.max_len
+        elif transformers is not None and isinstance(model, transformers.PreTrainedModel):
+            self.kind, self.max_len = "transformers", None
         elif callable(model):
-            self.kind = "callable"
+            self.kind, self.max_len = "callable", None
             if use_cache:
-                raise ValueError(f"{type(model).__name__} has no KV cache that generate knows; pass use_cache=False "
-                                 f"(it then runs the model on the whole sequence at every step)")
+                raise ValueError(
+                    f"{type(model).__name__} has no KV cache that generate knows; pass use_cache=False "
+                    f"(it then runs the model on the whole sequence at every step)"
+                )
         else:
-            raise TypeError(f"model must be a scratch GPT, a transformers model or a callable ids -> logits, "
-                            f"got {type(model).__name__}")
-        self.model, self.use_cache, self.cache = model, use_cache, None
+            raise TypeError(
+                f"model must be a scratch GPT, a transformers model or a callable ids -> logits, "
+                f"got {type(model).__name__}"
+            )
+        self.model, self.use_cache, self.cache, self.seen = model, use_cache, None, 0
 
-    def _logits(self, ids: torch.Tensor) -> torch.Tensor:
-        if self.kind == "scratch":                               # logits for the last position only
-            out = self.model(ids, kv_cache=self.cache, last_only=True)   # the cache (if any) grows in place
-        elif not self.use_cache:
-            out = self.model(ids)
-        else:
-            out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True)
+    def next_logits(self, ids: torch.Tensor) -> torch.Tensor:
+        if self.max_len is not None and ids.shape[1] > self.max_len:  # the window slides: recompute it
+            ids, self.use_cache = ids[:, -self.max_len :], False
+        new = ids[:, self.seen :] if self.use_cache else ids
+        if self.kind == "scratch":  # logits for the last position only
+            if self.use_cache and self.cache is None:
+                self.cache = new_kv_cache(self.model)
+            out = self.model(new, kv_cache=self.cache if self.use_cache else None, last_only=True)
+        elif self.use_cache:
+            out = self.model(input_ids=new, past_key_values=self.cache, use_cache=True)
             self.cache = out.past_key_values
+        else:
+            out = self.model(ids)
+        self.seen = ids.shape[1]
         logits = out.logits if hasattr(out, "logits") else out  # transformers: an output object; scratch: a tensor
-        if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[0] != ids.shape[0] \
-                or logits.shape[1] not in (1, ids.shape[1]):
+        if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[0] != ids.shape[0]:
             found = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
             raise ValueError(f"the model must return logits (batch, length, V) for ids {tuple(ids.shape)}, got {found}")
-        return logits[:, -1].float()                            # (batch, V), float32 as transformers does
-
-    def start(self, ids: torch.Tensor) -> torch.Tensor:
-        """The prompt (batch, T) -> logits of the token after it (batch, V); fills the cache."""
-        if self.use_cache and self.kind == "scratch":
-            self.cache = self.model.new_kv_cache()
-        return self._logits(ids)
-
-    def step(self, ids: torch.Tensor) -> torch.Tensor:
-        """The sequence so far (batch, L), one token longer than at the last call -> next logits (batch, V).
-        With a cache only the last token goes through the model."""
-        return self._logits(ids[:, -1:] if self.use_cache else ids)
+        return logits[:, -1].float()  # (batch, V), float32 as transformers does
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Beam search: row i of the next step continues row rows[i] of this one."""
-        if not self.use_cache:
-            return
-        if self.kind == "scratch":
+        if self.use_cache and self.kind == "scratch":
             for layer_cache in self.cache:
                 layer_cache.reorder(rows)
-        else:
+        elif self.use_cache:
             self.cache.reorder_cache(rows)
 
 
 # ---------------------------------------------------------------- generation
 
+
 @torch.no_grad()
-def generate(model, input_ids: torch.Tensor, max_new_tokens: int, strategy: str = "greedy", *,
-             temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
-             logits_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-             generator: torch.Generator | None = None, num_beams: int = 4, length_penalty: float = 1.0,
-             early_stopping: bool | str = False, eos_id: int | None = None, pad_id: int | None = None,
-             use_cache: bool = True) -> torch.Tensor:
+def generate(
+    model,
+    input_ids: torch.Tensor,
+    max_new_tokens: int,
+    strategy: str = "greedy",
+    *,
+    temperature: float | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    logits_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    generator: torch.Generator | None = None,
+    num_beams: int = 4,
+    length_penalty: float = 1.0,
+    early_stopping: bool | str = False,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
+    use_cache: bool = True,
+) -> torch.Tensor:
     """Continue input_ids (batch, T) by up to max_new_tokens tokens -> (batch, T + n), the prompt included.
 
     strategy
@@ -218,181 +262,151 @@ def generate(model, input_ids: torch.Tensor, max_new_tokens: int, strategy: str 
         "sample"  a sample from softmax(z'), where z' = the logits after process_logits(z, temperature, top_k,
                   top_p) and then logits_transform (any function (batch, V) -> (batch, V)). All None: pure random
                   sampling from the model's distribution. Draws with torch.multinomial from `generator` (a
-                  torch.Generator, for reproducible samples; None = torch's global generator, as transformers).
-        "beam"    beam search with num_beams beams (num_beams = 1 is greedy, as in transformers).
+                  torch.Generator, for reproducible samples; None = torch's global generator).
+        "beam"    beam search with num_beams beams (num_beams = 1 is greedy): the num_beams most probable partial
+                  sequences are kept at every step; hypotheses that end with eos_id are set aside with their score
+                  (the sum of log-probabilities) divided by length ** length_penalty, and the search stops early once
+                  no running beam can beat them (early_stopping=False: the best running beam, normalised by its
+                  current length, cannot beat the worst of num_beams finished ones; transformers' default) or runs
+                  until no beam is left or max_new_tokens is reached (early_stopping="never": exact). See _beam_search.
     eos_id: a row that emits it is finished; its later positions get pad_id (default eos_id), and generation
-    stops early once every row has finished. The scratch GPT needs T + max_new_tokens <= its max_len.
+    stops early once every row has finished.
     use_cache: keep the keys and values of past positions (the KV cache), so every step runs only the new token
     through the model; False recomputes the whole sequence at every step (same tokens, slower).
     Runs without gradients and in eval mode (dropout off), restoring the model's previous mode after.
-
-    The result equals transformers' `generate` (greedy: do_sample=False; sampling: do_sample=True with the same
-    temperature, top_k (pass top_k=0 there for none: its default is 50) and top_p, after the same
-    torch.manual_seed; beam: num_beams, length_penalty, early_stopping), with eos_token_id = eos_id and
-    pad_token_id = pad_id. Beam search follows transformers 5's semantics exactly:
-      - score of a sequence = sum of the log-probabilities (float32 log_softmax of the logits) of its new tokens;
-        the beams start as num_beams copies of the prompt of which only the first may expand at step 1.
-      - each step keeps the 2 · num_beams best candidates (beam, next token) by score; the num_beams best of those
-        that did not end run on. A candidate that ends (emits eos_id, or reaches max_new_tokens) and is among the
-        num_beams best candidates becomes a finished hypothesis with score / n ** length_penalty, n = the number
-        of new tokens including the EOS (length_penalty > 0 favours longer sequences, < 0 shorter ones); the
-        num_beams best finished hypotheses are kept.
-      - early_stopping=False (the default): stop once num_beams hypotheses are finished and the best running
-        beam's score divided by its current length ** length_penalty cannot beat the worst of them; True: stop as
-        soon as num_beams hypotheses are finished; "never": like False but the best running score is divided by
-        max_new_tokens ** length_penalty when length_penalty > 0. Always stop after max_new_tokens.
-      - the result is the best finished hypothesis of each row (with its EOS); rows shorter than the longest are
-        padded with pad_id.
     """
     vocab_size = getattr(model, "vocab_size", None) or getattr(getattr(model, "config", None), "vocab_size", None)
-    vocab_size = vocab_size if isinstance(vocab_size, int) else sys.maxsize      # unknown for a plain callable
-    input_ids = _check_ids(input_ids, vocab_size, float("inf"), "input_ids")
-    max_new_tokens = _check_count(max_new_tokens, "max_new_tokens", minimum=0)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    sampling_options = {"temperature": temperature, "top_k": top_k, "top_p": top_p,
-                        "logits_transform": logits_transform, "generator": generator}
-    if strategy != "sample":
-        given = [name for name, value in sampling_options.items() if value is not None]
-        if given:
-            raise ValueError(f"{', '.join(given)} only apply to strategy='sample', not {strategy!r}")
-    else:                                      # check the options now, not at the first step
+    input_ids = validate.token_ids(
+        input_ids, vocab_size if isinstance(vocab_size, int) else sys.maxsize, name="input_ids"
+    )
+    max_new_tokens = validate.integer(max_new_tokens, "max_new_tokens", minimum=0)
+    validate.choice(strategy, "strategy", STRATEGIES)
+    sampling_options = {
+        "temperature": temperature,
+        "top_k": top_k,
+        "top_p": top_p,
+        "logits_transform": logits_transform,
+        "generator": generator,
+    }
+    given = [name for name, value in sampling_options.items() if value is not None]
+    if strategy != "sample" and given:
+        raise ValueError(f"{', '.join(given)} only apply to strategy='sample', not {strategy!r}")
+    if strategy == "sample":  # check the options now, not at the first step
         process_logits(torch.zeros(1), temperature, top_k, top_p)
-        if logits_transform is not None and not callable(logits_transform):
-            raise TypeError(f"logits_transform must be a function logits -> logits, got {type(logits_transform).__name__}")
-    if strategy == "beam":
-        num_beams = _check_count(num_beams, "num_beams (the beam width)")
-        length_penalty = _check_real(length_penalty, "length_penalty")
-        if early_stopping not in (False, True, "never"):
-            raise ValueError(f"early_stopping must be False, True or 'never', got {early_stopping!r}")
+    num_beams = validate.integer(num_beams, "num_beams (the beam width)")
+    length_penalty = validate.real(length_penalty, "length_penalty")
+    if early_stopping not in (False, "never"):
+        raise ValueError(f"early_stopping must be False or 'never', got {early_stopping!r}")
     if eos_id is not None:
-        eos_id = _check_token_id(eos_id, vocab_size, "eos_id")
-    pad_id = eos_id if pad_id is None else _check_token_id(pad_id, vocab_size, "pad_id")
-    if isinstance(model, GPT) and input_ids.shape[1] + max_new_tokens > model.max_len:
-        raise ValueError(f"{input_ids.shape[1]} prompt tokens + max_new_tokens = {max_new_tokens} exceed the "
-                         f"model's max_len = {model.max_len} positions")
-    if not isinstance(use_cache, bool):
-        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+        eos_id = validate.token_id(eos_id, vocab_size or sys.maxsize, "eos_id")
+    pad_id = eos_id if pad_id is None else validate.token_id(pad_id, vocab_size or sys.maxsize, "pad_id")
     if max_new_tokens == 0:
         return input_ids
 
-    decoder = _Decoder(model, use_cache)
-    with _eval_mode(model) if isinstance(model, torch.nn.Module) else nullcontext():
+    with eval_mode(model) if isinstance(model, torch.nn.Module) else nullcontext():
         if strategy == "beam" and num_beams > 1:
-            return _beam_search(decoder, input_ids, max_new_tokens, num_beams, length_penalty, early_stopping,
-                                eos_id, pad_id)
+            best = [
+                _beam_search(
+                    _Decoder(model, use_cache),
+                    prompt[None],
+                    max_new_tokens,
+                    num_beams,
+                    length_penalty,
+                    eos_id,
+                    early_stopping,
+                )
+                for prompt in input_ids
+            ]
+            longest = max(row.shape[0] for row in best)  # rows that ended early are padded
+            return torch.stack([F.pad(row, (0, longest - row.shape[0]), value=pad_id or 0) for row in best])
         if strategy == "sample":
+
             def choose(logits):
                 logits = process_logits(logits, temperature, top_k, top_p)
                 if logits_transform is not None:
                     logits = logits_transform(logits)
-                probs = F.softmax(logits, dim=-1)                                  # (batch, V)
-                return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(1)
+                return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator).squeeze(1)
         else:
+
             def choose(logits):
                 return logits.argmax(dim=-1)
-        return _token_by_token(decoder, input_ids, max_new_tokens, choose, eos_id, pad_id)
+
+        return _token_by_token(_Decoder(model, use_cache), input_ids, max_new_tokens, choose, eos_id, pad_id)
 
 
 def _token_by_token(decoder: _Decoder, ids: torch.Tensor, max_new_tokens: int, choose, eos_id, pad_id):
-    """Greedy or sampling: one token per row and step, chosen by choose(logits (batch, V)) -> (batch,)."""
+    """Greedy or sampling, the loop of lectures 0, 6 and 10: one token per row and step, chosen by
+    choose(logits (batch, V)) -> (batch,), appended, until max_new_tokens or every row has emitted eos_id."""
     unfinished = torch.ones(ids.shape[0], dtype=torch.bool, device=ids.device)
-    logits = decoder.start(ids)
-    for step in range(max_new_tokens):
-        next_ids = choose(logits)                                              # (batch,)
+    for _ in range(max_new_tokens):
+        next_ids = choose(decoder.next_logits(ids))  # (batch,)
         if eos_id is not None:
-            next_ids = torch.where(unfinished, next_ids, pad_id)               # finished rows only get padding
+            next_ids = torch.where(unfinished, next_ids, pad_id)  # finished rows only get padding
             unfinished &= next_ids != eos_id
         ids = torch.cat([ids, next_ids[:, None]], dim=1)
-        if step == max_new_tokens - 1 or not unfinished.any():
+        if eos_id is not None and not unfinished.any():
             break
-        logits = decoder.step(ids)
     return ids
 
 
-def _take(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """x (batch, beams, ...) -> x[b, index[b, j], ...] of shape (batch, index.shape[1], ...)."""
-    return torch.take_along_dim(x, index.view(index.shape + (1,) * (x.dim() - 2)), dim=1)
+def _beam_search(
+    decoder: _Decoder,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    num_beams: int,
+    length_penalty: float,
+    eos_id: int | None,
+    early_stopping: bool | str = False,
+) -> torch.Tensor:
+    """Beam search for one prompt (1, T), as lecture 10 derives it -> the best sequence (T + n,).
 
-
-def _beam_search(decoder: _Decoder, prompt: torch.Tensor, max_new_tokens: int, num_beams: int,
-                 length_penalty: float, early_stopping, eos_id, pad_id) -> torch.Tensor:
-    """transformers 5's beam search (see generate): arrays (batch, beams, ...), scores in float32.
-
-    -1e9 stands for "impossible" (never chosen while a real candidate exists), as in transformers, whose
-    arithmetic this follows step for step so that even ties are broken the same way.
+    Start from one beam, the prompt, with log-probability 0. At every step score each candidate (beam, next token)
+    by the beam's score plus log P(token | beam), and keep the best: of the 2 · num_beams best candidates, the
+    num_beams best that do not end run on. A candidate ends when it emits eos_id or reaches max_new_tokens; if it
+    is among the num_beams best of its step, it is set aside as a finished hypothesis with the score
+    sum log P / n ** length_penalty (n = its new tokens, EOS included; length_penalty > 0 favours longer
+    sequences, < 0 shorter ones), and the num_beams best finished hypotheses are kept. The search stops once
+    num_beams hypotheses are finished and the best running beam, normalised by its length, cannot beat the
+    worst of them (early_stopping=False), or only when no beam runs any more (early_stopping="never"). The result
+    is the best finished hypothesis (with its EOS).
+    Without ties between scores this is transformers' beam search (tests/test_sampling.py compares them).
     """
-    batch, prompt_len = prompt.shape
-    max_len = prompt_len + max_new_tokens
-    n_candidates = 2 * num_beams           # enough that num_beams of them still run on if the others end
-    is_top = torch.arange(n_candidates, device=prompt.device) < num_beams   # only these may finish
-    fill = pad_id if eos_id is not None else -1
-    # running beams: num_beams copies of the prompt; only the first expands at step 1 (the others score -1e9)
-    running = prompt[:, None, :].expand(batch, num_beams, prompt_len)                    # (batch, K, L)
-    running_scores = torch.zeros(batch, num_beams, device=prompt.device)
-    running_scores[:, 1:] = -1e9
-    # finished hypotheses: sequences padded to max_len, scores (length-normalised), lengths (new tokens)
-    finished = torch.full((batch, num_beams, max_len), fill, dtype=prompt.dtype, device=prompt.device)
-    finished[:, :, :prompt_len] = prompt[:, None, :]
-    finished_scores = torch.full((batch, num_beams), -1e9, device=prompt.device)
-    finished_lengths = torch.zeros(batch, num_beams, dtype=torch.long, device=prompt.device)
-    is_finished = torch.zeros(batch, num_beams, dtype=torch.bool, device=prompt.device)
-    improvable = torch.ones(batch, 1, dtype=torch.bool, device=prompt.device)
-
-    logits = decoder.start(prompt)                                  # the prompt once per row ...
-    rows = torch.arange(batch, device=prompt.device).repeat_interleave(num_beams)
-    decoder.reorder(rows)                                           # ... then its cache copied for every beam
-    logits = logits[rows]                                           # (batch · K, V)
+    beams, scores = prompt, torch.zeros(1, device=prompt.device)  # (beams, L), (beams,)
+    finished: list[tuple[float, torch.Tensor]] = []  # (normalised score, sequence)
     for step in range(max_new_tokens):
-        vocab = logits.shape[-1]
-        # a. every (beam, token) continuation, scored by the sum of log-probabilities
-        log_probs = F.log_softmax(logits, dim=-1).view(batch, num_beams, vocab) + running_scores[..., None]
-        scores, flat = torch.topk(log_probs.view(batch, num_beams * vocab), n_candidates)    # (batch, 2K), best first
-        parents, tokens = flat // vocab, flat % vocab
-        candidates = torch.cat([_take(running, parents), tokens[..., None]], dim=-1)       # (batch, 2K, L + 1)
-        ends = torch.full_like(tokens, prompt_len + step + 1 >= max_len, dtype=torch.bool)
-        if eos_id is not None:
-            ends |= tokens == eos_id
-
-        # b. the num_beams best candidates that did not end run on
-        running_candidates = scores + ends.to(torch.float32) * -1e9
-        keep = torch.topk(running_candidates, num_beams).indices                            # (batch, K)
-        running, running_scores = _take(candidates, keep), _take(running_candidates, keep)
-        parent_rows = _take(parents, keep) + torch.arange(batch, device=prompt.device)[:, None] * num_beams
-
-        # c. candidates that ended (among the num_beams best) join the finished hypotheses if good enough
-        normalised = scores / ((step + 1) ** length_penalty)
-        normalised += (is_finished.all(dim=-1, keepdim=True) & (early_stopping is True)).to(torch.float32) * -1e9
-        normalised += (~improvable).to(torch.float32) * -1e9
-        just_finished = ends & is_top
-        normalised += (~just_finished) * -1e9
-        padded = torch.full((batch, n_candidates, max_len), fill, dtype=prompt.dtype, device=prompt.device)
-        padded[..., :candidates.shape[-1]] = candidates
-        best = torch.topk(torch.cat([finished_scores, normalised], dim=1), num_beams).indices
-        finished = _take(torch.cat([finished, padded], dim=1), best)
-        finished_scores = _take(torch.cat([finished_scores, normalised], dim=1), best)
-        finished_lengths = _take(torch.cat([finished_lengths, torch.full_like(tokens, step + 1)], dim=1), best)
-        is_finished = _take(torch.cat([is_finished, just_finished], dim=1), best)
-
-        # d. can a running beam still beat the worst finished hypothesis? (transformers' heuristic)
-        length = max_new_tokens if early_stopping == "never" and length_penalty > 0 else step + 1
-        best_possible = running_scores[:, :1] / (length ** length_penalty)
-        worst_finished = torch.where(is_finished, finished_scores.min(dim=1, keepdim=True).values, -1e9)
-        improvable = improvable & (best_possible > worst_finished).any(dim=-1, keepdim=True)
-        all_done = is_finished.all() and early_stopping is True
-        if not improvable.any() or all_done or ends.all():
-            break
-        decoder.reorder(parent_rows.flatten())                      # every beam's cache follows its parent
-        logits = decoder.step(running.reshape(batch * num_beams, -1))
-
-    length = prompt_len + int(finished_lengths[:, 0].max())
-    return finished[:, 0, :length]                                  # the best hypothesis of each row
+        log_p = F.log_softmax(decoder.next_logits(beams), dim=-1)  # (beams, V)
+        vocab = log_p.shape[-1]
+        candidates = (scores[:, None] + log_p).flatten()  # every beam x every next token
+        top = candidates.topk(min(2 * num_beams, candidates.numel()))  # best first
+        parents, tokens = top.indices // vocab, top.indices % vocab
+        length_norm = (step + 1) ** length_penalty
+        running = []
+        for rank, (parent, token) in enumerate(zip(parents.tolist(), tokens.tolist())):
+            if token == eos_id or step == max_new_tokens - 1:  # this candidate ends
+                if rank < num_beams:
+                    sequence = torch.cat([beams[parent], tokens[rank : rank + 1]])
+                    finished.append((top.values[rank].item() / length_norm, sequence))
+            elif len(running) < num_beams:
+                running.append(rank)
+        finished = sorted(finished, key=lambda hypothesis: -hypothesis[0])[:num_beams]
+        if not running or (
+            early_stopping is False
+            and len(finished) == num_beams
+            and top.values[running[0]].item() / length_norm <= finished[-1][0]
+        ):
+            break  # no running beam can win any more
+        keep = torch.tensor(running, device=prompt.device)
+        decoder.reorder(parents[keep])  # every beam's cache follows its parent
+        beams = torch.cat([beams[parents[keep]], tokens[keep, None]], dim=1)
+        scores = top.values[keep]
+    return finished[0][1]
 
 
 # ---------------------------------------------------------------- measured properties of a text
 
+
 def _ngrams(tokens: Sequence, n: int) -> list[tuple]:
-    n = _check_count(n, "n")
+    n = validate.integer(n, "n")
     if isinstance(tokens, torch.Tensor):
         if tokens.dim() != 1:
             raise ValueError(f"tokens must be one sequence (1-D), got shape {tuple(tokens.shape)}")
@@ -400,7 +414,7 @@ def _ngrams(tokens: Sequence, n: int) -> list[tuple]:
     tokens = list(tokens)
     if len(tokens) < n:
         raise ValueError(f"a text of {len(tokens)} tokens has no {n}-grams")
-    return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 
 def distinct_n(tokens: Sequence, n: int) -> float:

@@ -19,11 +19,13 @@ The input keeps its length almost (one sentinel per span), the target is short (
 sentinels), so pre-training is cheap per token; and it is already text to text, the same interface as every
 later task.
 """
+
 from __future__ import annotations
 
 import operator
 import random
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 import torch
 
@@ -47,8 +49,9 @@ def _random_segmentation(num_items: int, num_segments: int, rng: random.Random) 
     return [b - a for a, b in zip(bounds, bounds[1:])]
 
 
-def random_spans_noise_mask(length: int, noise_density: float = 0.15, mean_span_length: float = 3.0,
-                            rng: random.Random | None = None) -> list[bool]:
+def random_spans_noise_mask(
+    length: int, noise_density: float = 0.15, mean_span_length: float = 3.0, rng: random.Random | None = None
+) -> list[bool]:
     """T5's noise mask for a sequence of `length` tokens: True = dropped (noise).
 
     As in T5's `random_spans_noise_mask`: the number of noise tokens is round(length * noise_density) (at least
@@ -66,7 +69,7 @@ def random_spans_noise_mask(length: int, noise_density: float = 0.15, mean_span_
     rng = random.Random() if rng is None else _check_rng(rng)
     num_noise = min(max(round(length * noise_density), 1), length - 1)
     num_spans = max(round(num_noise / mean_span_length), 1)
-    num_spans = min(num_spans, num_noise, length - num_noise)   # every span needs at least one token
+    num_spans = min(num_spans, num_noise, length - num_noise)  # every span needs at least one token
     noise_lengths = _random_segmentation(num_noise, num_spans, rng)
     kept_lengths = _random_segmentation(length - num_noise, num_spans, rng)
     mask = []
@@ -80,8 +83,9 @@ def sentinel_tokens(n: int) -> list[str]:
     return [f"<extra_id_{i}>" for i in range(operator.index(n))]
 
 
-def span_corruption(items: Sequence[Item], noise_mask: Sequence[bool],
-                    sentinels: Sequence[Item]) -> tuple[list[Item], list[Item]]:
+def span_corruption(
+    items: Sequence[Item], noise_mask: Sequence[bool], sentinels: Sequence[Item]
+) -> tuple[list[Item], list[Item]]:
     """Replace each noise span of `items` by the next sentinel; the target lists sentinel + span, span by span.
 
     If the sequence ends with kept items, the target ends with one more sentinel (as in the T5 paper's figure:
@@ -107,8 +111,14 @@ def span_corruption(items: Sequence[Item], noise_mask: Sequence[bool],
     return inputs, targets
 
 
-def corrupt_ids(ids: Sequence[int], sentinel_ids: Sequence[int], eos_id: int, noise_density: float = 0.15,
-                mean_span_length: float = 3.0, rng: random.Random | None = None) -> tuple[list[int], list[int]]:
+def corrupt_ids(
+    ids: Sequence[int],
+    sentinel_ids: Sequence[int],
+    eos_id: int,
+    noise_density: float = 0.15,
+    mean_span_length: float = 3.0,
+    rng: random.Random | None = None,
+) -> tuple[list[int], list[int]]:
     """One pre-training pair from a window of token ids: (input_ids, labels), each ending with </s>.
 
     sentinel_ids[k] is the id of <extra_id_k> (in a T5 tokenizer: tokenizer.convert_tokens_to_ids(...)).

@@ -1,8 +1,8 @@
 """A small training loop that every lecture with a model to train reuses (lectures 6 onwards).
 
     pick_device     CUDA when there is a GPU, else the CPU
-    set_seed        Python, NumPy and torch seeds at once: the same seed gives the same loss curve
-    lr_factor       linear warm-up, then cosine decay (or a constant rate)
+    eval_mode       `with eval_mode(model):` dropout off and no gradients, the previous mode restored after
+    lr_factor       the learning-rate schedule: linear warm-up, then cosine decay (or a constant rate)
     sequence_loss   cross-entropy averaged over every position of every sequence (padding ignored)
     estimate_loss   the mean loss over a few batches, without gradients (for evaluation)
     train           AdamW + schedule + gradient clipping + periodic evaluation + a tqdm progress bar
@@ -11,20 +11,24 @@
 A batch is a tuple of tensors whose last entry is the targets: (x, y) for a language model, where
 logits = model(x), or (src, tgt_in, tgt_out) for an encoder-decoder, where logits = model(src, tgt_in).
 Teacher forcing: the decoder reads the true previous tokens (tgt_in = [BOS, y_1, ...]) and is scored on
-the next ones (tgt_out = [y_1, ..., EOS]), every position at once.
+the next ones (tgt_out = [y_1, ..., EOS]), every position at once. Seeds: scratch.seed_everything.
 """
+
 from __future__ import annotations
 
 import math
-import operator
-import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
+from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
+
+import scratch
+from scratch import validate
 
 
 def pick_device() -> torch.device:
@@ -32,12 +36,16 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def set_seed(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's random generators (all GPUs included)."""
-    seed = operator.index(seed)
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)                     # also seeds every CUDA device
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """Dropout off and no gradients inside the `with`; the model's previous train/eval mode is restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        model.train(was_training)
 
 
 def lr_factor(step: int, steps: int, warmup: int = 0, schedule: str = "cosine", min_factor: float = 0.1) -> float:
@@ -46,13 +54,12 @@ def lr_factor(step: int, steps: int, warmup: int = 0, schedule: str = "cosine", 
     Warm-up: rises linearly to 1 over the first `warmup` steps (Adam's early updates are noisy, so start
     small). Then "cosine": falls along half a cosine from 1 to min_factor at the last step; "constant": 1.
     """
-    if schedule not in ("cosine", "constant"):
-        raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+    validate.choice(schedule, "schedule", ("cosine", "constant"))
     if step < warmup:
         return (step + 1) / warmup
     if schedule == "constant":
         return 1.0
-    progress = (step - warmup) / max(1, steps - 1 - warmup)   # 0 after the warm-up, 1 at the last step
+    progress = (step - warmup) / max(1, steps - 1 - warmup)  # 0 after the warm-up, 1 at the last step
     return min_factor + (1.0 - min_factor) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
 
 
@@ -62,8 +69,9 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int
     Positions whose target is ignore_index (padding) count neither in the sum nor in the mean.
     """
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
-        raise ValueError(f"logits must be (batch, T, V) and targets (batch, T), got {tuple(logits.shape)} and "
-                         f"{tuple(targets.shape)}")
+        raise ValueError(
+            f"logits must be (batch, T, V) and targets (batch, T), got {tuple(logits.shape)} and {tuple(targets.shape)}"
+        )
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore_index)
 
 
@@ -80,24 +88,18 @@ def _to_device(batch, device):
     return tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in batch)
 
 
-def _device_of(model) -> torch.device:
-    return next(model.parameters()).device
-
-
-@torch.no_grad()
 def estimate_loss(model, get_batch: Callable, iters: int = 10, loss_fn: Callable = default_loss) -> float:
     """Mean of loss_fn over `iters` batches from get_batch(), in eval mode (no dropout), without gradients."""
-    was_training = model.training
-    model.eval()
-    device = _device_of(model)
-    losses = [loss_fn(model, _to_device(get_batch(), device)).item() for _ in range(iters)]
-    model.train(was_training)
+    device = next(model.parameters()).device
+    with eval_mode(model):
+        losses = [loss_fn(model, _to_device(get_batch(), device)).item() for _ in range(iters)]
     return sum(losses) / len(losses)
 
 
 @dataclass
 class History:
     """What train() records: the loss and learning rate of every step, and every evaluation."""
+
     step: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
     lr: list[float] = field(default_factory=list)
@@ -105,12 +107,27 @@ class History:
     eval_loss: list[float] = field(default_factory=list)
 
 
-def train(model, get_batch: Callable, steps: int, *, lr: float = 1e-3, weight_decay: float = 0.01,
-          betas: tuple[float, float] = (0.9, 0.98), warmup: int = 0, schedule: str = "cosine",
-          min_lr_factor: float = 0.1, grad_clip: float | None = 1.0, loss_fn: Callable = default_loss,
-          eval_fn: Callable | None = None, eval_every: int | None = None, on_eval: Callable | None = None,
-          optimizer: torch.optim.Optimizer | None = None, device=None, seed: int = 0,
-          progress: bool = True) -> History:
+def train(
+    model,
+    get_batch: Callable,
+    steps: int,
+    *,
+    lr: float = 1e-3,
+    weight_decay: float = 0.01,
+    betas: tuple[float, float] = (0.9, 0.98),
+    warmup: int = 0,
+    schedule: str = "cosine",
+    min_lr_factor: float = 0.1,
+    grad_clip: float | None = 1.0,
+    loss_fn: Callable = default_loss,
+    eval_fn: Callable | None = None,
+    eval_every: int | None = None,
+    on_eval: Callable | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    device=None,
+    seed: int = 0,
+    progress: bool = True,
+) -> History:
     """Train `model` for `steps` optimizer steps and return the History; the model is left in eval mode.
 
     get_batch()            a new training batch (a tuple of tensors, targets last); moved to the device here
@@ -123,30 +140,28 @@ def train(model, get_batch: Callable, steps: int, *, lr: float = 1e-3, weight_de
                            scales each parameter group's initial lr.
     grad_clip              rescale the gradient when its norm exceeds this (None: never).
     device                 default pick_device(); the model is moved there.
-    seed                   set_seed(seed) first, so the same seed and the same model give the same losses
-                           (seed the model's initialisation too: set_seed before building it).
+    seed                   scratch.seed_everything(seed) first, so the same seed and the same model give the
+                           same losses (seed the model's initialisation too: seed_everything before building it).
     """
-    steps = operator.index(steps)
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}")
+    steps = validate.integer(steps, "steps")
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
     if not 0 <= warmup <= steps:
         raise ValueError(f"warmup must be between 0 and steps = {steps}, got {warmup}")
     if grad_clip is not None and not grad_clip > 0:
         raise ValueError(f"grad_clip must be > 0 or None, got {grad_clip}")
-    eval_every = max(1, steps // 10) if eval_every is None else operator.index(eval_every)
-    if eval_every < 1:
-        raise ValueError(f"eval_every must be at least 1, got {eval_every}")
-    lr_factor(0, steps, warmup, schedule)                          # validates the schedule name
+    eval_every = max(1, steps // 10) if eval_every is None else validate.integer(eval_every, "eval_every")
+    lr_factor(0, steps, warmup, schedule)  # validates the schedule name
 
-    set_seed(seed)
+    scratch.seed_everything(seed)
     device = pick_device() if device is None else torch.device(device)
     model.to(device)
     if optimizer is None:
         params = [p for p in model.parameters() if p.requires_grad]
-        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        groups = [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ]
         optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas)
     base_lrs = [group["lr"] for group in optimizer.param_groups]
 
@@ -165,18 +180,16 @@ def train(model, get_batch: Callable, steps: int, *, lr: float = 1e-3, weight_de
             torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         optimizer.step()
 
-        history.step.append(step + 1)                              # steps done so far
+        history.step.append(step + 1)  # steps done so far
         history.train_loss.append(loss.item())
         history.lr.append(base_lrs[0] * factor)
         if (eval_fn or on_eval) and ((step + 1) % eval_every == 0 or step + 1 == steps):
-            model.eval()                                           # no dropout while evaluating
-            with torch.no_grad():
+            with eval_mode(model):  # no dropout while evaluating
                 if eval_fn is not None:
                     history.eval_loss.append(float(eval_fn(model)))
                     history.eval_step.append(step + 1)
                 if on_eval is not None:
                     on_eval(history)
-            model.train()
         if progress:
             postfix = {"loss": f"{history.train_loss[-1]:.4f}"}
             if history.eval_loss:
@@ -197,7 +210,7 @@ def plot_history(history: History, ax=None, title: str = "training loss", smooth
     steps = np.asarray(history.step)
     if smooth > 1 and len(train_loss) >= smooth:
         train_loss = np.convolve(train_loss, np.ones(smooth) / smooth, mode="valid")
-        steps = steps[smooth - 1:]
+        steps = steps[smooth - 1 :]
     label = "train" if smooth <= 1 else f"train (mean of {smooth} steps)"
     ax.plot(steps, train_loss, label=label, alpha=0.8)
     if history.eval_loss:

@@ -3,6 +3,7 @@
 Every function draws on a matplotlib Axes (a new figure if none is given), labels the axes, sets a
 title, and returns the Axes; the notebook ends the cell with `plt.show()`.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,16 @@ def _as_2d(weights, what: str):
     return array.numpy()
 
 
-def plot_attention(weights, query_labels=None, key_labels=None, ax=None, title="attention weights",
-                   annotate: bool = False, colorbar: bool = True, vmax: float | None = None):
+def plot_attention(
+    weights,
+    query_labels=None,
+    key_labels=None,
+    ax=None,
+    title="attention weights",
+    annotate: bool = False,
+    colorbar: bool = True,
+    vmax: float | None = None,
+):
     """One attention matrix as a heatmap: row i shows how query i spreads its attention over the keys.
 
     weights: (N queries, M keys), each row summing to 1. annotate=True prints each weight (2 decimals).
@@ -39,8 +48,15 @@ def plot_attention(weights, query_labels=None, key_labels=None, ax=None, title="
     if annotate:
         for i in range(array.shape[0]):
             for j in range(array.shape[1]):
-                ax.text(j, i, f"{array[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                        color="black" if array[i, j] > 0.6 * vmax else "white")
+                ax.text(
+                    j,
+                    i,
+                    f"{array[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="black" if array[i, j] > 0.6 * vmax else "white",
+                )
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
     ax.set_title(title)
@@ -49,8 +65,9 @@ def plot_attention(weights, query_labels=None, key_labels=None, ax=None, title="
     return ax
 
 
-def plot_attention_heads(weights, labels=None, ncols: int = 4, title: str = "attention weights per head",
-                         head_names=None):
+def plot_attention_heads(
+    weights, labels=None, ncols: int = 4, title: str = "attention weights per head", head_names=None
+):
     """A grid of heatmaps, one per head. weights: (h, N, M). Returns the Figure."""
     stacked = torch.as_tensor(weights).detach().float().cpu()
     if stacked.dim() != 3:
@@ -70,9 +87,17 @@ def plot_attention_heads(weights, labels=None, ncols: int = 4, title: str = "att
     return fig
 
 
-def plot_attention_grid(weights, query_labels=None, key_labels=None, titles=None, ncols: int = 4,
-                        vmax: float = 1.0, annotate: bool = False, title: str = "attention weights",
-                        panel_size: float = 3.2):
+def plot_attention_grid(
+    weights,
+    query_labels=None,
+    key_labels=None,
+    titles=None,
+    ncols: int = 4,
+    vmax: float = 1.0,
+    annotate: bool = False,
+    title: str = "attention weights",
+    panel_size: float = 3.2,
+):
     """Several attention maps (panels, N, M) side by side on ONE colour scale, 0 to vmax, with one labelled colour
     bar, so the panels can be compared: a map stretched to its own range makes near-uniform noise look like
     structure. vmax = 1 (the default) is the largest weight a softmax can give. Returns the Figure."""
@@ -84,14 +109,23 @@ def plot_attention_grid(weights, query_labels=None, key_labels=None, titles=None
     panels = stacked.shape[0]
     ncols = min(ncols, panels)
     nrows = math.ceil(panels / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1.0, panel_size * nrows),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel_size * ncols + 1.0, panel_size * nrows), squeeze=False, layout="constrained"
+    )
     for index, ax in enumerate(axes.flat):
         if index >= panels:
             ax.axis("off")
             continue
-        plot_attention(stacked[index], query_labels, key_labels, ax=ax, colorbar=False, vmax=vmax,
-                       annotate=annotate, title=titles[index] if titles is not None else f"panel {index}")
+        plot_attention(
+            stacked[index],
+            query_labels,
+            key_labels,
+            ax=ax,
+            colorbar=False,
+            vmax=vmax,
+            annotate=annotate,
+            title=titles[index] if titles is not None else f"panel {index}",
+        )
     image = axes.flat[0].images[0]
     fig.colorbar(image, ax=axes, shrink=0.85, label="attention weight (one scale for all panels)")
     fig.suptitle(title)
@@ -125,24 +159,31 @@ def _check_bertviz_input(view, attention, tokens, sentence_b_start):
     if view not in BERTVIZ_VIEWS:
         raise ValueError(f"unknown view {view!r}; choose one of {BERTVIZ_VIEWS}")
     if not isinstance(attention, (tuple, list)) or not attention:
-        raise ValueError("attention must be a non-empty tuple/list with one (batch, h, n, n) tensor per layer "
-                         f"(as a transformers model returns with output_attentions=True), got {type(attention).__name__}")
+        raise ValueError(
+            "attention must be a non-empty tuple/list with one (batch, h, n, n) tensor per layer "
+            f"(as a transformers model returns with output_attentions=True), got {type(attention).__name__}"
+        )
     first = attention[0]
     for layer, weights in enumerate(attention):
         if not isinstance(weights, torch.Tensor) or weights.dim() != 4:
             found = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
             raise ValueError(f"attention[{layer}] must be a (batch, h, n, n) tensor, got {found}")
         if weights.shape[0] != 1:
-            raise ValueError(f"attention[{layer}] has batch size {weights.shape[0]}; bertviz draws one sequence, "
-                             "so pass batch size 1")
+            raise ValueError(
+                f"attention[{layer}] has batch size {weights.shape[0]}; bertviz draws one sequence, "
+                "so pass batch size 1"
+            )
         if weights.shape[-1] != weights.shape[-2] or weights.shape != first.shape:
-            raise ValueError(f"attention[{layer}] has shape {tuple(weights.shape)}; every layer must be "
-                             f"(1, h, n, n) like attention[0] {tuple(first.shape)}")
+            raise ValueError(
+                f"attention[{layer}] has shape {tuple(weights.shape)}; every layer must be "
+                f"(1, h, n, n) like attention[0] {tuple(first.shape)}"
+            )
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
         raise ValueError("tokens must be a list of strings, one per position")
     if len(tokens) != first.shape[-1]:
-        raise ValueError(f"tokens has {len(tokens)} entries but the attention maps are "
-                         f"{first.shape[-1]} x {first.shape[-1]}")
+        raise ValueError(
+            f"tokens has {len(tokens)} entries but the attention maps are {first.shape[-1]} x {first.shape[-1]}"
+        )
     if sentence_b_start is not None and not 0 < sentence_b_start < len(tokens):
         raise ValueError(f"sentence_b_start must be in (0, {len(tokens)}), got {sentence_b_start}")
 
@@ -170,26 +211,33 @@ def bertviz_html(view: str, attention, tokens, sentence_b_start: int | None = No
     body, n_tags = re.subn(r'<script src="https?://[^"]*require[^"]*"></script>', "", body)
     body, n_configs = re.subn(r"require\.config\(\{.*?\}\s*\}\);", "", body, count=1, flags=re.S)
     if n_tags != 1 or n_configs != 1:
-        raise RuntimeError("bertviz's HTML no longer has the CDN script tag / require.config this function removes; "
-                           "check the installed bertviz version (the course pins 1.4.1)")
+        raise RuntimeError(
+            "bertviz's HTML no longer has the CDN script tag / require.config this function removes; "
+            "check the installed bertviz version (the course pins 1.4.1)"
+        )
     js = {name: path.read_text(encoding="utf-8") for name, path in assets.bertviz_js().items()}
     # d3 and jQuery run with `define` hidden, so they set window.d3 / window.jQuery instead of registering
     # an anonymous AMD module (which require.js rejects); then they are registered under the names bertviz asks for.
     hide_amd = "(function (define, exports, module) {{\n{}\n}}).call(window);"
-    prelude = "\n".join([
-        f"<script>{hide_amd.format(js['d3.min.js'])}</script>",
-        f"<script>{hide_amd.format(js['jquery.min.js'])}</script>",
-        f"<script>if (typeof window.requirejs === 'undefined') {{\n{js['require.js']}\n}}</script>",
-        "<script>define('d3', [], function () { return window.d3; });"
-        "define('jquery', [], function () { return window.jQuery; });</script>",
-    ])
-    page = ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>bertviz " + view + " view</title></head>\n"
-            "<body>\n" + prelude + "\n" + body + "\n</body></html>\n")
+    prelude = "\n".join(
+        [
+            f"<script>{hide_amd.format(js['d3.min.js'])}</script>",
+            f"<script>{hide_amd.format(js['jquery.min.js'])}</script>",
+            f"<script>if (typeof window.requirejs === 'undefined') {{\n{js['require.js']}\n}}</script>",
+            "<script>define('d3', [], function () { return window.d3; });"
+            "define('jquery', [], function () { return window.jQuery; });</script>",
+        ]
+    )
+    page = (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>bertviz ' + view + " view</title></head>\n"
+        "<body>\n" + prelude + "\n" + body + "\n</body></html>\n"
+    )
     return page.replace("://", ":\\/\\/")
 
 
-def show_bertviz(view: str, attention, tokens, sentence_b_start: int | None = None, height: int | None = None,
-                 **view_kwargs):
+def show_bertviz(
+    view: str, attention, tokens, sentence_b_start: int | None = None, height: int | None = None, **view_kwargs
+):
     """Display bertviz_html(...) in a notebook: an <iframe srcdoc> (its own page, so the notebook's own
     require.js, if any, does not interfere). Returns an IPython HTML object; works offline in JupyterLab
     and in nbconvert's HTML export. height in pixels (default: a guess from the view and sequence length)."""
@@ -202,8 +250,9 @@ def show_bertviz(view: str, attention, tokens, sentence_b_start: int | None = No
     if height is None:
         n, layers = len(tokens), len(attention)
         height = 110 + 22 * n if view == "head" else 80 + 100 * layers  # the model view needs ~664 px for 6 layers
-    frame = (f'<iframe srcdoc="{html.escape(page, quote=True)}" '
-             f'style="width:100%;height:{int(height)}px;border:0"></iframe>')
+    frame = (
+        f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width:100%;height:{int(height)}px;border:0"></iframe>'
+    )
     with warnings.catch_warnings():  # IPython suggests IFrame for <iframe>; srcdoc is what keeps it offline
         warnings.simplefilter("ignore")
         return HTML(frame)

@@ -2,7 +2,7 @@
 
 WRONG_SOLUTIONS = {
     1: {
-        "non-overlapping counts, like str.count": '''
+        "non-overlapping counts, like str.count": """
 def most_frequent_pair(ids):
     def count(pair):
         n, i = 0, 0
@@ -14,56 +14,56 @@ def most_frequent_pair(ids):
         return n
     pairs = set(zip(ids, ids[1:]))
     return min(pairs, key=lambda pair: (-count(pair), pair))
-''',
-        "ties go to the first pair seen": '''
+""",
+        "ties go to the first pair seen": """
 def most_frequent_pair(ids):
     counts = {}
     for pair in zip(ids, ids[1:]):
         counts[pair] = counts.get(pair, 0) + 1
     return max(counts, key=counts.get)
-''',
-        "Counter.most_common (first seen among ties)": '''
+""",
+        "Counter.most_common (first seen among ties)": """
 import collections
 
 def most_frequent_pair(ids):
     return collections.Counter(zip(ids, ids[1:])).most_common(1)[0][0]
-''',
-        "ties go to the largest pair": '''
+""",
+        "ties go to the largest pair": """
 def most_frequent_pair(ids):
     counts = {}
     for pair in zip(ids, ids[1:]):
         counts[pair] = counts.get(pair, 0) + 1
     return max(counts, key=lambda pair: (counts[pair], pair))
-''',
-        "borrowed: scratch.tokenization.get_pair_counts": '''
+""",
+        "borrowed: scratch.tokenization.get_pair_counts": """
 from scratch.tokenization import get_pair_counts
 
 def most_frequent_pair(ids):
     counts = get_pair_counts(ids)
     return min(counts, key=lambda pair: (-counts[pair], pair))
-''',
+""",
     },
     2: {
-        "each word encoded without its leading space": '''
+        "each word encoded without its leading space": """
 def tokens_per_word(encode, text):
     return [len(encode(word)) for word in text.split(" ")]
-''',
-        "every word with a leading space, the first one too": '''
+""",
+        "every word with a leading space, the first one too": """
 def tokens_per_word(encode, text):
     return [len(encode(" " + word)) for word in text.split(" ")]
-''',
-        "characters per word instead of tokens": '''
+""",
+        "characters per word instead of tokens": """
 def tokens_per_word(encode, text):
     return [len(word) for word in text.split(" ")]
-''',
-        "the average spread evenly over the words": '''
+""",
+        "the average spread evenly over the words": """
 def tokens_per_word(encode, text):
     words = text.split(" ")
     return [round(len(encode(text)) / len(words))] * len(words)
-''',
+""",
     },
     3: {
-        "shortest match first": '''
+        "shortest match first": """
 def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
     if len(word) > max_chars:
         return [unk]
@@ -78,8 +78,8 @@ def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
         else:
             return [unk]
     return pieces
-''',
-        "no '##' on continuation pieces": '''
+""",
+        "no '##' on continuation pieces": """
 def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
     if len(word) > max_chars:
         return [unk]
@@ -93,8 +93,8 @@ def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
         else:
             return [unk]
     return pieces
-''',
-        "only the unmatched rest becomes [UNK]": '''
+""",
+        "only the unmatched rest becomes [UNK]": """
 def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
     if len(word) > max_chars:
         return [unk]
@@ -109,8 +109,8 @@ def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
         else:
             return pieces + [unk]
     return pieces
-''',
-        "backtracks to find a segmentation": '''
+""",
+        "backtracks to find a segmentation": """
 def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
     if len(word) > max_chars:
         return [unk]
@@ -126,8 +126,8 @@ def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
         return None
     found = search(0)
     return [unk] if found is None else found
-''',
-        "no length limit": '''
+""",
+        "no length limit": """
 def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
     pieces, start = [], 0
     while start < len(word):
@@ -140,16 +140,16 @@ def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
         else:
             return [unk]
     return pieces
-''',
-        "borrowed: MiniLM's tokenizer": '''
+""",
+        "borrowed: MiniLM's tokenizer": """
 from transformers import AutoTokenizer
 
 _bert = AutoTokenizer.from_pretrained(assets.minilm_dir())
 
 def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
     return _bert.tokenize(word)
-''',
-        "borrowed: the tokenizers library's WordPiece model": '''
+""",
+        "borrowed: the tokenizers library's WordPiece model": """
 from tokenizers import Tokenizer
 from tokenizers.models import WordPiece
 
@@ -157,10 +157,10 @@ def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
     model = WordPiece({piece: i for i, piece in enumerate(sorted(vocab) + [unk])}, unk_token=unk,
                       max_input_chars_per_word=max_chars)
     return Tokenizer(model).encode(word).tokens
-''',
+""",
     },
     4: {
-        "replays every merge in order": '''
+        "replays every merge in order": """
 def encode_chunk(chunk, merges, byte_ids):
     ids = [byte_ids[b] for b in chunk.encode("utf-8")]
     for pair, new_id in sorted(merges.items(), key=lambda item: item[1]):
@@ -174,8 +174,8 @@ def encode_chunk(chunk, merges, byte_ids):
                 i += 1
         ids = merged
     return ids
-''',
-        "merges the leftmost mergeable pair first": '''
+""",
+        "merges the leftmost mergeable pair first": """
 def encode_chunk(chunk, merges, byte_ids):
     ids = [byte_ids[b] for b in chunk.encode("utf-8")]
     while True:
@@ -185,8 +185,8 @@ def encode_chunk(chunk, merges, byte_ids):
                 break
         else:
             return ids
-''',
-        "merges the most frequent pair of the chunk first": '''
+""",
+        "merges the most frequent pair of the chunk first": """
 def encode_chunk(chunk, merges, byte_ids):
     ids = [byte_ids[b] for b in chunk.encode("utf-8")]
     while True:
@@ -206,8 +206,8 @@ def encode_chunk(chunk, merges, byte_ids):
                 merged.append(ids[i])
                 i += 1
         ids = merged
-''',
-        "raw bytes instead of GPT-2's byte ids": '''
+""",
+        "raw bytes instead of GPT-2's byte ids": """
 def encode_chunk(chunk, merges, byte_ids):
     ids = list(chunk.encode("utf-8"))
     while len(ids) >= 2:
@@ -225,14 +225,14 @@ def encode_chunk(chunk, merges, byte_ids):
                 i += 1
         ids = merged
     return ids
-''',
-        "borrowed: scratch's BPETokenizer": '''
+""",
+        "borrowed: scratch's BPETokenizer": """
 def encode_chunk(chunk, merges, byte_ids):
     return gpt2.encode(chunk)
-''',
+""",
     },
     5: {
-        "the best segmentation only (Viterbi), no average": '''
+        "the best segmentation only (Viterbi), no average": """
 def expected_piece_counts(word, probs, longest):
     L = len(word)
     best, start_of_last = [1.0] + [0.0] * L, [0] * (L + 1)
@@ -246,8 +246,8 @@ def expected_piece_counts(word, probs, longest):
         counts[word[i:j]] = counts.get(word[i:j], 0.0) + 1.0
         j = i
     return counts
-''',
-        "not normalised by the total probability": '''
+""",
+        "not normalised by the total probability": """
 def expected_piece_counts(word, probs, longest):
     L = len(word)
     spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j)
@@ -262,8 +262,8 @@ def expected_piece_counts(word, probs, longest):
     for i, j, p in spans:
         counts[word[i:j]] = counts.get(word[i:j], 0.0) + alpha[i] * p * beta[j]
     return counts
-''',
-        "forward only, no backward": '''
+""",
+        "forward only, no backward": """
 def expected_piece_counts(word, probs, longest):
     L = len(word)
     spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j)
@@ -275,8 +275,8 @@ def expected_piece_counts(word, probs, longest):
     for i, j, p in spans:
         counts[word[i:j]] = counts.get(word[i:j], 0.0) + alpha[i] * p / alpha[L]
     return counts
-''',
-        "enumerates every segmentation": '''
+""",
+        "enumerates every segmentation": """
 import itertools
 
 def expected_piece_counts(word, probs, longest):
@@ -298,8 +298,8 @@ def expected_piece_counts(word, probs, longest):
         for piece in pieces:
             counts[piece] = counts.get(piece, 0.0) + weight / total
     return counts
-''',
-        "counts each piece once per word, not per occurrence": '''
+""",
+        "counts each piece once per word, not per occurrence": """
 def expected_piece_counts(word, probs, longest):
     L = len(word)
     spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j)
@@ -314,6 +314,6 @@ def expected_piece_counts(word, probs, longest):
     for i, j, p in spans:
         counts[word[i:j]] = max(counts.get(word[i:j], 0.0), alpha[i] * p * beta[j] / alpha[L])
     return counts
-''',
+""",
     },
 }

@@ -3,53 +3,53 @@
 
 WRONG_SOLUTIONS = {
     1: {
-        "a direct view to (batch, h, N, d_k): mixes positions and heads": '''
+        "a direct view to (batch, h, N, d_k): mixes positions and heads": """
 def split_heads(x, h):
     batch, n, d_model = x.shape
     return x.view(batch, h, n, d_model // h)
-''',
-        "heads as interleaved columns (view as d_k, h)": '''
+""",
+        "heads as interleaved columns (view as d_k, h)": """
 def split_heads(x, h):
     batch, n, d_model = x.shape
     return x.view(batch, n, d_model // h, h).permute(0, 3, 1, 2)
-''',
-        "split, but not transposed: (batch, N, h, d_k)": '''
+""",
+        "split, but not transposed: (batch, N, h, d_k)": """
 def split_heads(x, h):
     batch, n, d_model = x.shape
     return x.view(batch, n, h, d_model // h)
-''',
+""",
     },
     2: {
-        "borrowed: builds the module and counts": '''
+        "borrowed: builds the module and counts": """
 def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
     module = MultiHeadAttention(d_model, h, bias=bias, n_kv_heads=n_kv_heads)
     return sum(p.numel() for p in module.parameters())
-''',
-        "borrowed: four nn.Linear layers": '''
+""",
+        "borrowed: four nn.Linear layers": """
 def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
     n_kv = h if n_kv_heads is None else n_kv_heads
     layers = [nn.Linear(d_model, d_model, bias=bias), nn.Linear(d_model, n_kv * d_model // h, bias=bias),
               nn.Linear(d_model, n_kv * d_model // h, bias=bias), nn.Linear(d_model, d_model, bias=bias)]
     return sum(p.numel() for layer in layers for p in layer.parameters())
-''',
-        "grouped-query attention ignored": '''
+""",
+        "grouped-query attention ignored": """
 def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
     return 4 * d_model * d_model + (4 * d_model if bias else 0)
-''',
-        "the K/V biases left at d_model under grouped-query attention": '''
+""",
+        "the K/V biases left at d_model under grouped-query attention": """
 def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
     n_kv = h if n_kv_heads is None else n_kv_heads
     d_kv = n_kv * (d_model // h)
     return 2 * d_model * d_model + 2 * d_model * d_kv + (4 * d_model if bias else 0)
-''',
-        "parameters grow with h: one d_model x d_model matrix per head": '''
+""",
+        "parameters grow with h: one d_model x d_model matrix per head": """
 def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
     n_kv = h if n_kv_heads is None else n_kv_heads
     return (h + 2 * n_kv + 1) * d_model * d_model + ((h + 2 * n_kv + 1) * d_model if bias else 0)
-''',
+""",
     },
     3: {
-        "borrowed: silences each head and calls the module": '''
+        "borrowed: silences each head and calls the module": """
 def head_contributions(mha, x):
     parts = []
     full = mha(x)
@@ -59,8 +59,8 @@ def head_contributions(mha, x):
         silenced.w_o.weight[:, j * mha.d_k:(j + 1) * mha.d_k] = 0
         parts.append(full - silenced(x))
     return torch.stack(parts, dim=1)
-''',
-        "W^O split by its (out, in) weight without the transpose": '''
+""",
+        "W^O split by its (out, in) weight without the transpose": """
 def head_contributions(mha, x):
     batch, n, _ = x.shape
     h, d_k = mha.h, mha.d_k
@@ -69,8 +69,8 @@ def head_contributions(mha, x):
     v = mha.w_v(x).view(batch, n, h, d_k).transpose(1, 2)
     heads, _ = scaled_dot_product_attention(q, k, v)
     return heads @ mha.w_o.weight.view(h, d_k, -1)
-''',
-        "the bias b^O added to every head's contribution": '''
+""",
+        "the bias b^O added to every head's contribution": """
 def head_contributions(mha, x):
     batch, n, _ = x.shape
     h, d_k = mha.h, mha.d_k
@@ -79,8 +79,8 @@ def head_contributions(mha, x):
     v = mha.w_v(x).view(batch, n, h, d_k).transpose(1, 2)
     heads, _ = scaled_dot_product_attention(q, k, v)
     return heads @ mha.w_o.weight.T.view(h, d_k, -1) + mha.w_o.bias
-''',
-        "the heads' outputs themselves, padded to d_model, without W^O": '''
+""",
+        "the heads' outputs themselves, padded to d_model, without W^O": """
 def head_contributions(mha, x):
     batch, n, _ = x.shape
     h, d_k = mha.h, mha.d_k
@@ -89,22 +89,22 @@ def head_contributions(mha, x):
     v = mha.w_v(x).view(batch, n, h, d_k).transpose(1, 2)
     heads, _ = scaled_dot_product_attention(q, k, v)
     return torch.nn.functional.pad(heads, (0, mha.d_model - d_k))
-''',
+""",
     },
     4: {
-        "borrowed: calls the module": '''
+        "borrowed: calls the module": """
 def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     return torch_mha(query, key, key, key_padding_mask=key_padding_mask, need_weights=True)
-''',
-        "borrowed: torch's functional multi-head attention": '''
+""",
+        "borrowed: torch's functional multi-head attention": """
 def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     out, weights = torch.nn.functional.multi_head_attention_forward(
         query.transpose(0, 1), key.transpose(0, 1), key.transpose(0, 1), torch_mha.embed_dim, torch_mha.num_heads,
         torch_mha.in_proj_weight, torch_mha.in_proj_bias, None, None, False, 0.0, torch_mha.out_proj.weight,
         torch_mha.out_proj.bias, training=False, key_padding_mask=key_padding_mask, need_weights=True)
     return out.transpose(0, 1), weights
-''',
-        "the mask read the scratch way round (True = keep)": '''
+""",
+        "the mask read the scratch way round (True = keep)": """
 def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     (batch, n, d_model), m, h = query.shape, key.shape[1], torch_mha.num_heads
     d_k = d_model // h
@@ -116,8 +116,8 @@ def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     scores = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))
     weights = scores.softmax(dim=-1)
     return torch_mha.out_proj((weights @ v).transpose(1, 2).reshape(batch, n, d_model)), weights.mean(dim=1)
-''',
-        "scaled by sqrt(d_model) instead of sqrt(d_k)": '''
+""",
+        "scaled by sqrt(d_model) instead of sqrt(d_k)": """
 def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     (batch, n, d_model), m, h = query.shape, key.shape[1], torch_mha.num_heads
     d_k = d_model // h
@@ -126,11 +126,12 @@ def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     q = (query @ w_q.T + b_q).view(batch, n, h, d_k).transpose(1, 2)
     k = (key @ w_k.T + b_k).view(batch, m, h, d_k).transpose(1, 2)
     v = (key @ w_v.T + b_v).view(batch, m, h, d_k).transpose(1, 2)
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(d_model)).masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_model)
+    scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
     weights = scores.softmax(dim=-1)
     return torch_mha.out_proj((weights @ v).transpose(1, 2).reshape(batch, n, d_model)), weights.mean(dim=1)
-''',
-        "in_proj_bias forgotten": '''
+""",
+        "in_proj_bias forgotten": """
 def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     (batch, n, d_model), m, h = query.shape, key.shape[1], torch_mha.num_heads
     d_k = d_model // h
@@ -141,8 +142,8 @@ def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     scores = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
     weights = scores.softmax(dim=-1)
     return torch_mha.out_proj((weights @ v).transpose(1, 2).reshape(batch, n, d_model)), weights.mean(dim=1)
-''',
-        "heads concatenated without the transpose back": '''
+""",
+        "heads concatenated without the transpose back": """
 def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     (batch, n, d_model), m, h = query.shape, key.shape[1], torch_mha.num_heads
     d_k = d_model // h
@@ -154,14 +155,14 @@ def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     scores = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
     weights = scores.softmax(dim=-1)
     return torch_mha.out_proj((weights @ v).reshape(batch, n, d_model)), weights.mean(dim=1)
-''',
+""",
     },
     5: {
-        "borrowed: calls the module": '''
+        "borrowed: calls the module": """
 def gqa_by_hand(attn, x, mask=None):
     return attn(x, mask=mask)
-''',
-        "borrowed: torch's scaled_dot_product_attention with enable_gqa": '''
+""",
+        "borrowed: torch's scaled_dot_product_attention with enable_gqa": """
 def gqa_by_hand(attn, x, mask=None):
     batch, n, d_model = x.shape
     h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
@@ -170,8 +171,8 @@ def gqa_by_hand(attn, x, mask=None):
     v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2)
     heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
     return attn.w_o(heads.transpose(1, 2).reshape(batch, n, d_model))
-''',
-        "K/V heads tiled with repeat instead of repeat_interleave": '''
+""",
+        "K/V heads tiled with repeat instead of repeat_interleave": """
 def gqa_by_hand(attn, x, mask=None):
     batch, n, d_model = x.shape
     h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
@@ -180,8 +181,8 @@ def gqa_by_hand(attn, x, mask=None):
     v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat(1, h // n_kv, 1, 1)
     heads, _ = scaled_dot_product_attention(q, k, v, mask)
     return attn.w_o(heads.transpose(1, 2).reshape(batch, n, d_model))
-''',
-        "the mask ignored": '''
+""",
+        "the mask ignored": """
 def gqa_by_hand(attn, x, mask=None):
     batch, n, d_model = x.shape
     h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
@@ -190,8 +191,8 @@ def gqa_by_hand(attn, x, mask=None):
     v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(h // n_kv, dim=1)
     heads, _ = scaled_dot_product_attention(q, k, v)
     return attn.w_o(heads.transpose(1, 2).reshape(batch, n, d_model))
-''',
-        "W^O forgotten": '''
+""",
+        "W^O forgotten": """
 def gqa_by_hand(attn, x, mask=None):
     batch, n, d_model = x.shape
     h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
@@ -200,6 +201,6 @@ def gqa_by_hand(attn, x, mask=None):
     v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(h // n_kv, dim=1)
     heads, _ = scaled_dot_product_attention(q, k, v, mask)
     return heads.transpose(1, 2).reshape(batch, n, d_model)
-''',
+""",
     },
 }

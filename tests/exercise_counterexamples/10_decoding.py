@@ -28,58 +28,58 @@ def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_pen
 
 WRONG_SOLUTIONS = {
     1: {
-        "temperature after the softmax: the probabilities treated as logits": '''
+        "temperature after the softmax: the probabilities treated as logits": """
 def temper(probs, T):
     return torch.softmax(probs / T, dim=-1)
-''',
-        "divides the probabilities by T and renormalises: nothing changes": '''
+""",
+        "divides the probabilities by T and renormalises: nothing changes": """
 def temper(probs, T):
     scaled = probs / T
     return scaled / scaled.sum(dim=-1, keepdim=True)
-''',
-        "P ** T instead of P ** (1 / T): the effect reversed": '''
+""",
+        "P ** T instead of P ** (1 / T): the effect reversed": """
 def temper(probs, T):
     scaled = probs ** T
     return scaled / scaled.sum(dim=-1, keepdim=True)
-''',
-        "P ** (1 / T) without renormalising": '''
+""",
+        "P ** (1 / T) without renormalising": """
 def temper(probs, T):
     return probs ** (1 / T)
-''',
-        "log of the probabilities with an epsilon: cut tokens come back": '''
+""",
+        "log of the probabilities with an epsilon: cut tokens come back": """
 def temper(probs, T):
     return torch.softmax((probs + 1e-9).log() / T, dim=-1)
-''',
+""",
     },
     2: {
-        "absolute threshold: keeps tokens with probability >= p_min": '''
+        "absolute threshold: keeps tokens with probability >= p_min": """
 def min_p_filter(z, p_min):
     probs = torch.softmax(z, dim=-1)
     return z.masked_fill(probs < p_min, float("-inf"))
-''',
-        "threshold on the logits instead of the probabilities": '''
+""",
+        "threshold on the logits instead of the probabilities": """
 def min_p_filter(z, p_min):
     return z.masked_fill(z < p_min * z.max(dim=-1, keepdim=True).values, float("-inf"))
-''',
-        "one threshold for the whole batch (the largest probability of all rows)": '''
+""",
+        "one threshold for the whole batch (the largest probability of all rows)": """
 def min_p_filter(z, p_min):
     probs = torch.softmax(z, dim=-1)
     return z.masked_fill(probs < p_min * probs.max(), float("-inf"))
-''',
-        "returns renormalised log-probabilities instead of the kept logits": '''
+""",
+        "returns renormalised log-probabilities instead of the kept logits": """
 def min_p_filter(z, p_min):
     probs = torch.softmax(z, dim=-1)
     kept = z.masked_fill(probs < p_min * probs.max(dim=-1, keepdim=True).values, float("-inf"))
     return torch.log_softmax(kept, dim=-1)
-''',
-        "borrowed: transformers' MinPLogitsWarper": '''
+""",
+        "borrowed: transformers' MinPLogitsWarper": """
 def min_p_filter(z, p_min):
     from transformers import MinPLogitsWarper
     return MinPLogitsWarper(p_min)(None, z.reshape(-1, z.shape[-1])).view(z.shape)
-''',
+""",
     },
     3: {
-        "ignores the prompt: bans only n-grams of the generated tokens": '''
+        "ignores the prompt: bans only n-grams of the generated tokens": """
 @torch.no_grad()
 def greedy_no_repeat(model, ids, max_new_tokens, n):
     T = ids.shape[1]
@@ -91,8 +91,8 @@ def greedy_no_repeat(model, ids, max_new_tokens, n):
             logits[row, banned] = float("-inf")
         ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
     return ids
-''',
-        "off by one: matches the last n tokens, so it bans repeated (n + 1)-grams": '''
+""",
+        "off by one: matches the last n tokens, so it bans repeated (n + 1)-grams": """
 @torch.no_grad()
 def greedy_no_repeat(model, ids, max_new_tokens, n):
     for _ in range(max_new_tokens):
@@ -103,8 +103,8 @@ def greedy_no_repeat(model, ids, max_new_tokens, n):
             logits[row, banned] = float("-inf")
         ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
     return ids
-''',
-        "bans only the token after the latest occurrence (a dict overwritten)": '''
+""",
+        "bans only the token after the latest occurrence (a dict overwritten)": """
 @torch.no_grad()
 def greedy_no_repeat(model, ids, max_new_tokens, n):
     for _ in range(max_new_tokens):
@@ -116,8 +116,8 @@ def greedy_no_repeat(model, ids, max_new_tokens, n):
                 logits[row, follower[context]] = float("-inf")
         ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
     return ids
-''',
-        "one history for the whole batch: a row's n-grams ban tokens in the others": '''
+""",
+        "one history for the whole batch: a row's n-grams ban tokens in the others": """
 @torch.no_grad()
 def greedy_no_repeat(model, ids, max_new_tokens, n):
     for _ in range(max_new_tokens):
@@ -130,8 +130,8 @@ def greedy_no_repeat(model, ids, max_new_tokens, n):
             logits[row, banned] = float("-inf")
         ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
     return ids
-''',
-        "bans every token seen in the row, whatever n": '''
+""",
+        "bans every token seen in the row, whatever n": """
 @torch.no_grad()
 def greedy_no_repeat(model, ids, max_new_tokens, n):
     for _ in range(max_new_tokens):
@@ -140,13 +140,13 @@ def greedy_no_repeat(model, ids, max_new_tokens, n):
             logits[row, seq] = float("-inf")
         ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
     return ids
-''',
-        "borrowed: transformers' generate(no_repeat_ngram_size=n)": '''
+""",
+        "borrowed: transformers' generate(no_repeat_ngram_size=n)": """
 def greedy_no_repeat(model, ids, max_new_tokens, n):
     return model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=False,
                           no_repeat_ngram_size=n)
-''',
-        "borrowed: transformers' NoRepeatNGramLogitsProcessor in a greedy loop": '''
+""",
+        "borrowed: transformers' NoRepeatNGramLogitsProcessor in a greedy loop": """
 @torch.no_grad()
 def greedy_no_repeat(model, ids, max_new_tokens, n):
     from transformers import NoRepeatNGramLogitsProcessor
@@ -155,10 +155,10 @@ def greedy_no_repeat(model, ids, max_new_tokens, n):
         logits = ban(ids, model(ids).logits[:, -1])
         ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
     return ids
-''',
+""",
     },
     4: {
-        "accepts the draft's guesses without checking them": '''
+        "accepts the draft's guesses without checking them": """
 @torch.no_grad()
 def speculative_greedy(target, draft, ids, max_new_tokens, k):
     goal = ids.shape[1] + max_new_tokens
@@ -167,8 +167,8 @@ def speculative_greedy(target, draft, ids, max_new_tokens, k):
             ids = torch.cat([ids, draft(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
         ids = torch.cat([ids, target(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
     return ids[:, :goal]
-''',
-        "verifies token by token: one target call per token": '''
+""",
+        "verifies token by token: one target call per token": """
 @torch.no_grad()
 def speculative_greedy(target, draft, ids, max_new_tokens, k):
     goal = ids.shape[1] + max_new_tokens
@@ -177,8 +177,8 @@ def speculative_greedy(target, draft, ids, max_new_tokens, k):
         choice = target(ids)[:, -1].argmax(-1, keepdim=True)
         ids = torch.cat([ids, guess if torch.equal(guess, choice) else choice], dim=1)
     return ids
-''',
-        "forgets the target's own token after k agreed guesses": '''
+""",
+        "forgets the target's own token after k agreed guesses": """
 @torch.no_grad()
 def speculative_greedy(target, draft, ids, max_new_tokens, k):
     goal = ids.shape[1] + max_new_tokens
@@ -193,8 +193,8 @@ def speculative_greedy(target, draft, ids, max_new_tokens, k):
             agreed += 1
         ids = torch.cat([ids, choices[None, :min(agreed + 1, k)]], dim=1)
     return ids[:, :goal]
-''',
-        "off by one: compares each guess with the target's choice AFTER it": '''
+""",
+        "off by one: compares each guess with the target's choice AFTER it": """
 @torch.no_grad()
 def speculative_greedy(target, draft, ids, max_new_tokens, k):
     goal = ids.shape[1] + max_new_tokens
@@ -209,15 +209,15 @@ def speculative_greedy(target, draft, ids, max_new_tokens, k):
             agreed += 1
         ids = torch.cat([ids, guesses[None, :agreed], choices[None, agreed:agreed + 1]], dim=1)
     return ids[:, :goal]
-''',
-        "ignores the draft: the target's plain greedy loop": '''
+""",
+        "ignores the draft: the target's plain greedy loop": """
 @torch.no_grad()
 def speculative_greedy(target, draft, ids, max_new_tokens, k):
     for _ in range(max_new_tokens):
         ids = torch.cat([ids, target(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
     return ids
-''',
-        "does not cut the surplus tokens of the last round": '''
+""",
+        "does not cut the surplus tokens of the last round": """
 @torch.no_grad()
 def speculative_greedy(target, draft, ids, max_new_tokens, k):
     goal = ids.shape[1] + max_new_tokens
@@ -232,37 +232,43 @@ def speculative_greedy(target, draft, ids, max_new_tokens, k):
             agreed += 1
         ids = torch.cat([ids, choices[None, :agreed + 1]], dim=1)
     return ids
-''',
+""",
     },
     5: {
         "no length normalisation: the raw sum whatever length_penalty says": BEAM.replace(
-            "float(ranked[i]) / step ** length_penalty", "float(ranked[i])"),
+            "float(ranked[i]) / step ** length_penalty", "float(ranked[i])"
+        ),
         "normalises by the whole length, prompt included": BEAM.replace(
-            "float(ranked[i]) / step ** length_penalty",
-            "float(ranked[i]) / sequences.shape[1] ** length_penalty"),
+            "float(ranked[i]) / step ** length_penalty", "float(ranked[i]) / sequences.shape[1] ** length_penalty"
+        ),
         "normalises by the length without the EOS": BEAM.replace(
             "float(ranked[i]) / step ** length_penalty",
-            "float(ranked[i]) / max(step - int(ends[i]), 1) ** length_penalty"),
+            "float(ranked[i]) / max(step - int(ends[i]), 1) ** length_penalty",
+        ),
         "finishes every EOS candidate, not only those among the num_beams best": BEAM.replace(
-            "if ends[i] or last:", "if last:").replace(
+            "if ends[i] or last:", "if last:"
+        ).replace(
             "        if last:\n            break",
             "        finished += [(float(ranked[i]) / step ** length_penalty, sequences[i])\n"
             "                     for i in range(num_beams, len(order)) if ends[i]]\n"
-            "        if last:\n            break"),
+            "        if last:\n            break",
+        ),
         "EOS is an ordinary token: texts never finish before the last step": BEAM.replace(
-            "if ends[i] or last:", "if last:").replace(
-            "running = (~ends).nonzero().flatten()[:num_beams]", "running = torch.arange(min(num_beams, len(order)))"),
+            "if ends[i] or last:", "if last:"
+        ).replace(
+            "running = (~ends).nonzero().flatten()[:num_beams]", "running = torch.arange(min(num_beams, len(order)))"
+        ),
         "the running beams are the num_beams best minus those that ended (fewer beams)": BEAM.replace(
-            "running = (~ends).nonzero().flatten()[:num_beams]",
-            "running = (~ends[:num_beams]).nonzero().flatten()"),
+            "running = (~ends).nonzero().flatten()[:num_beams]", "running = (~ends[:num_beams]).nonzero().flatten()"
+        ),
         "only EOS texts count: unfinished beams at the limit are dropped": BEAM.replace(
-            "if ends[i] or last:", "if ends[i]:").replace(
-            "    return max(", "    if not finished:\n        return beams[:1]\n    return max("),
-        "borrowed: scratch.sampling.generate": '''
+            "if ends[i] or last:", "if ends[i]:"
+        ).replace("    return max(", "    if not finished:\n        return beams[:1]\n    return max("),
+        "borrowed: scratch.sampling.generate": """
 def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_penalty):
     from scratch.sampling import generate
     return generate(model, prompt, max_new_tokens, "beam", num_beams=num_beams, eos_id=eos_id,
                     length_penalty=length_penalty, early_stopping="never", use_cache=False)
-''',
+""",
     },
 }

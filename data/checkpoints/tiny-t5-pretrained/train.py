@@ -64,7 +64,7 @@ def pretraining_texts(split: str) -> list[str]:
     chapters = train_chapters if split == "train" else held_chapters
     texts = [" ".join(chapter["text"].split()) for chapter in chapters]
     for email in assets.spam_emails():
-        if is_held_out(email_text(email)) == (split == "test"):  # the classify task's split of this e-mail
+        if is_held_out(email_text(email)) == (split == "val"):  # the classify task's split of this e-mail
             texts.append(email_text(email, EMAIL_PRETRAIN_CHARS))
     return texts
 
@@ -242,7 +242,7 @@ def pretraining_eval(model, batches) -> dict:
 
 def pretrain(args, tokenizer, out: Path):
     windows = text_windows(tokenizer, pretraining_texts("train"), args.window)
-    held = text_windows(tokenizer, pretraining_texts("test"), args.window)
+    held = text_windows(tokenizer, pretraining_texts("val"), args.window)
     eval_rng = random.Random(args.seed + 7)
     held = eval_rng.sample(held, min(512, len(held)))
     inputs, labels = pretraining_pairs(held, tokenizer, eval_rng)
@@ -307,7 +307,7 @@ def classify_sets(seed: int) -> tuple[list[tuple[str, str]], list[tuple[str, str
 
     train = distinct(spam_examples("train"))
     random.Random(seed).shuffle(train)
-    return train, distinct(spam_examples("test"))
+    return train, distinct(spam_examples("val"))
 
 
 def classify_accuracy(model, tokenizer, pairs) -> float:

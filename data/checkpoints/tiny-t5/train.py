@@ -122,7 +122,7 @@ def main() -> None:
     if args.init_from and (args.init_from / "metrics.json").is_file():
         previous = json.loads((args.init_from / "metrics.json").read_text())
     steps_before = previous.get("steps", 0)
-    quick_eval = text_to_text_dataset(100, "test", seed=args.seed + 1, max_number=args.max_number)
+    quick_eval = text_to_text_dataset(100, "val", seed=args.seed + 1, max_number=args.max_number)
     per_task = args.batch_size // len(TEXT_TO_TEXT_TASKS)
     history = []
     train_start = time.time()
@@ -152,7 +152,7 @@ def main() -> None:
     train_seconds = time.time() - train_start
 
     model = model.cpu().eval()
-    final_eval = text_to_text_dataset(args.n_eval, "test", seed=args.seed + 2, max_number=args.max_number)
+    final_eval = text_to_text_dataset(args.n_eval, "val", seed=args.seed + 2, max_number=args.max_number)
     accuracy = text_to_text_accuracy(model, tokenizer, final_eval)
     print("final held-out exact match:", {t: f"{a:.4f}" for t, a in accuracy.items()}, flush=True)
 
@@ -165,7 +165,7 @@ def main() -> None:
     metrics = {
         "exact_match": {task: round(a, 4) for task, a in accuracy.items()},
         "eval": f"greedy decoding, {args.n_eval} held-out inputs per task "
-                f"(scratch.tasks.text_to_text_dataset({args.n_eval}, 'test', seed={args.seed + 2}, "
+                f"(scratch.tasks.text_to_text_dataset({args.n_eval}, 'val', seed={args.seed + 2}, "
                 f"max_number={args.max_number}))",
         "max_number": args.max_number,
         "parameters": n_params, "model_safetensors_bytes": size, "vocab_size": len(tokenizer),
