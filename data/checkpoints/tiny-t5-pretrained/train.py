@@ -20,14 +20,15 @@ saves its state every --save-every steps):
 4. export     the pre-trained model, its tokenizer and metrics.json (pre-training and transfer) to --out.
 
 Every random choice comes from --seed. The command that made the shipped checkpoint (CPU, one thread, on a
-shared machine; for time, the pre-training was stopped at step 600 of its 1,200-step schedule, about 100 minutes,
-and the transfer experiment measured 30 training e-mails only, about 8 minutes per run):
+shared machine; for time, the pre-training was stopped at step 600 of its 1,200-step schedule, about 100 minutes;
+the six transfer runs took 3.5 to 11 minutes each):
 
     PYTHONPATH=lib .venv/bin/python data/checkpoints/tiny-t5-pretrained/train.py --work /tmp/tiny-t5-work \\
-        --stop-after 600 --sizes 30
+        --stop-after 600 --sizes 30 100 300
 
 `--device cuda` trains on a GPU; the shipped checkpoint did not use one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,17 +40,26 @@ import shutil
 import time
 from pathlib import Path
 
-os.environ.setdefault("RAYON_NUM_THREADS", "1")       # the tokenizers library: one thread too
+os.environ.setdefault("RAYON_NUM_THREADS", "1")  # the tokenizers library: one thread too
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import scratch  # noqa: E402,F401  (pins the numeric path and the offline environment before torch loads)
+
+# isort: split
 import torch  # noqa: E402
 
 from scratch import assets  # noqa: E402
 from scratch.mlm import heldout_chapters  # noqa: E402
 from scratch.span_corruption import IGNORE_INDEX, corrupt_ids, sentinel_tokens  # noqa: E402
-from scratch.tasks import (CLASSIFY, T5_TASKS, email_text, is_held_out, spam_examples,  # noqa: E402
-                           text_to_text_accuracy, text_to_text_example)
+from scratch.tasks import (  # noqa: E402
+    CLASSIFY,
+    T5_TASKS,
+    email_text,
+    is_held_out,
+    spam_examples,
+    text_to_text_accuracy,
+    text_to_text_example,
+)
 
 HERE = Path(__file__).resolve().parent
 N_SENTINELS = 100
@@ -57,6 +67,7 @@ EMAIL_PRETRAIN_CHARS = 1000  # characters of each e-mail used as pre-training te
 
 
 # ---------------------------------------------------------------- data
+
 
 def pretraining_texts(split: str) -> list[str]:
     """Moby-Dick's chapters (train: all but every 10th) and the e-mails of the classify task's split."""
@@ -74,10 +85,11 @@ def text_windows(tokenizer, texts: list[str], length: int) -> list[list[int]]:
     stream = []
     for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]:
         stream += ids
-    return [stream[i:i + length] for i in range(0, len(stream) - length + 1, length)]
+    return [stream[i : i + length] for i in range(0, len(stream) - length + 1, length)]
 
 
 # ---------------------------------------------------------------- stage 1: tokenizer
+
 
 def train_tokenizer(args):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -90,16 +102,19 @@ def train_tokenizer(args):
             corpus += text_to_text_example(task, rng, "train", args.max_number)
     tokenizer = Tokenizer(models.Unigram())
     # the same pre-tokenizer as T5Tokenizer: split on whitespace, "▁" in front of every word
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.WhitespaceSplit(),
-        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)])
-    trainer = trainers.UnigramTrainer(vocab_size=args.vocab_size, special_tokens=["<pad>", "</s>", "<unk>"],
-                                      unk_token="<unk>", max_piece_length=16)
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.WhitespaceSplit(),
+            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+        ]
+    )
+    trainer = trainers.UnigramTrainer(
+        vocab_size=args.vocab_size, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>", max_piece_length=16
+    )
     tokenizer.train_from_iterator(corpus, trainer)
     vocab = [(piece, score) for piece, score in json.loads(tokenizer.to_str())["model"]["vocab"]]
     # T5's sentinels take the last ids, <extra_id_0> the very last (added in reverse order)
-    t5_tokenizer = T5Tokenizer(vocab=vocab, extra_ids=0,
-                               additional_special_tokens=sentinel_tokens(N_SENTINELS)[::-1])
+    t5_tokenizer = T5Tokenizer(vocab=vocab, extra_ids=0, additional_special_tokens=sentinel_tokens(N_SENTINELS)[::-1])
     assert (t5_tokenizer.pad_token_id, t5_tokenizer.eos_token_id, t5_tokenizer.unk_token_id) == (0, 1, 2)
     assert t5_tokenizer.convert_tokens_to_ids("<extra_id_0>") == len(t5_tokenizer) - 1
     return t5_tokenizer
@@ -107,15 +122,28 @@ def train_tokenizer(args):
 
 # ---------------------------------------------------------------- model, batches, loops
 
+
 def new_model(args, tokenizer, seed: int):
     from transformers import T5Config, T5ForConditionalGeneration
 
     torch.manual_seed(seed)
-    config = T5Config(vocab_size=len(tokenizer), d_model=args.d_model, d_kv=args.d_model // args.heads,
-                      d_ff=args.d_ff, num_layers=args.layers, num_decoder_layers=args.layers,
-                      num_heads=args.heads, relative_attention_num_buckets=32, relative_attention_max_distance=128,
-                      dropout_rate=0.0, feed_forward_proj="relu", tie_word_embeddings=True,
-                      pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=args.d_model,
+        d_kv=args.d_model // args.heads,
+        d_ff=args.d_ff,
+        num_layers=args.layers,
+        num_decoder_layers=args.layers,
+        num_heads=args.heads,
+        relative_attention_num_buckets=32,
+        relative_attention_max_distance=128,
+        dropout_rate=0.0,
+        feed_forward_proj="relu",
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
     return T5ForConditionalGeneration(config)
 
 
@@ -132,8 +160,11 @@ def pad_rows(rows: list[list[int]], value: int) -> torch.Tensor:
 
 def id_batch(inputs: list[list[int]], labels: list[list[int]]) -> dict[str, torch.Tensor]:
     input_ids = pad_rows(inputs, 0)
-    return {"input_ids": input_ids, "attention_mask": (input_ids != 0).long(),
-            "labels": pad_rows(labels, IGNORE_INDEX)}                      # no loss on padding
+    return {
+        "input_ids": input_ids,
+        "attention_mask": (input_ids != 0).long(),
+        "labels": pad_rows(labels, IGNORE_INDEX),
+    }  # no loss on padding
 
 
 def text_batch(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
@@ -155,8 +186,9 @@ class Run:
         self.steps, self.warmup, self.rng, self.step, self.history, self.seconds = steps, warmup, rng, 0, [], 0.0
         decay = [p for p in model.parameters() if p.dim() >= 2]
         no_decay = [p for p in model.parameters() if p.dim() < 2]
-        self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                            {"params": no_decay, "weight_decay": 0.0}], lr=lr)
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=lr
+        )
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_at(s, steps, warmup))
         if (state_dir / "state.pt").is_file():
             self._load()
@@ -177,13 +209,28 @@ class Run:
 
         self.state_dir.mkdir(parents=True, exist_ok=True)
         save_model(self.model, str(self.state_dir / "model.safetensors"))
-        torch.save({"optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
-                    "rng": self.rng.getstate(), "step": self.step, "history": self.history,
-                    "seconds": self.seconds}, self.state_dir / "tmp.pt")
+        torch.save(
+            {
+                "optimizer": self.optimizer.state_dict(),
+                "schedule": self.schedule.state_dict(),
+                "rng": self.rng.getstate(),
+                "step": self.step,
+                "history": self.history,
+                "seconds": self.seconds,
+            },
+            self.state_dir / "tmp.pt",
+        )
         os.replace(self.state_dir / "tmp.pt", self.state_dir / "state.pt")
 
-    def train(self, next_batches, evaluate=None, eval_every: int = 0, log_every: int = 50, label: str = "",
-              stop_after: int | None = None):
+    def train(
+        self,
+        next_batches,
+        evaluate=None,
+        eval_every: int = 0,
+        log_every: int = 50,
+        label: str = "",
+        stop_after: int | None = None,
+    ):
         """next_batches() -> a list of batches whose mean loss is one step. evaluate(model) -> dict of numbers,
         logged in history. stop_after: end after this step (the schedule still spans self.steps)."""
         start = time.time() - self.seconds
@@ -204,8 +251,9 @@ class Run:
             self.seconds = time.time() - start
             loss = sum(losses) / len(losses)
             if self.step % log_every == 0:
-                print(f"{label} step {self.step:5d}  loss {loss:.4f}  {self.step / self.seconds:.2f} steps/s",
-                      flush=True)
+                print(
+                    f"{label} step {self.step:5d}  loss {loss:.4f}  {self.step / self.seconds:.2f} steps/s", flush=True
+                )
             if evaluate and (self.step % eval_every == 0 or self.step == last):
                 self.model.eval()
                 with torch.no_grad():
@@ -219,6 +267,7 @@ class Run:
 
 
 # ---------------------------------------------------------------- stage 2: pre-training
+
 
 def pretraining_pairs(windows, tokenizer, rng: random.Random):
     sentinel_ids = tokenizer.convert_tokens_to_ids(sentinel_tokens(N_SENTINELS))
@@ -246,9 +295,12 @@ def pretrain(args, tokenizer, out: Path):
     eval_rng = random.Random(args.seed + 7)
     held = eval_rng.sample(held, min(512, len(held)))
     inputs, labels = pretraining_pairs(held, tokenizer, eval_rng)
-    eval_batches = [id_batch(inputs[i:i + 128], labels[i:i + 128]) for i in range(0, len(inputs), 128)]
-    print(f"pre-training: {len(windows):,} windows of {args.window} pieces ({len(windows) * args.window:,} pieces), "
-          f"{len(held)} held-out windows", flush=True)
+    eval_batches = [id_batch(inputs[i : i + 128], labels[i : i + 128]) for i in range(0, len(inputs), 128)]
+    print(
+        f"pre-training: {len(windows):,} windows of {args.window} pieces ({len(windows) * args.window:,} pieces), "
+        f"{len(held)} held-out windows",
+        flush=True,
+    )
     rng = random.Random(args.seed + 1)
     model = new_model(args, tokenizer, args.seed)
 
@@ -256,16 +308,32 @@ def pretrain(args, tokenizer, out: Path):
         inputs, labels = pretraining_pairs([rng.choice(windows) for _ in range(args.pretrain_batch)], tokenizer, rng)
         return [id_batch(inputs, labels)]
 
-    run = Run(model, args, out.with_name(out.name + "-state"), args.pretrain_steps, args.pretrain_lr,
-              args.warmup, rng).train(next_batches, lambda m: pretraining_eval(m, eval_batches),
-                                      args.pretrain_eval_every, label="pretrain", stop_after=args.stop_after)
+    run = Run(
+        model, args, out.with_name(out.name + "-state"), args.pretrain_steps, args.pretrain_lr, args.warmup, rng
+    ).train(
+        next_batches,
+        lambda m: pretraining_eval(m, eval_batches),
+        args.pretrain_eval_every,
+        label="pretrain",
+        stop_after=args.stop_after,
+    )
     save_model_folder(run.model, tokenizer, out)
-    info = {"windows": len(windows), "window": args.window, "pieces": len(windows) * args.window,
-            "heldout_windows": len(held), "steps": run.step, "schedule_steps": args.pretrain_steps,
-            "batch_size": args.pretrain_batch, "lr": args.pretrain_lr, "warmup": args.warmup, "noise_density": 0.15,
-            "mean_span_length": 3.0,
-            "train_seconds": round(run.seconds, 1), "history": run.history,
-            "examples": span_examples(run.model, tokenizer, held[:4], random.Random(args.seed + 9))}
+    info = {
+        "windows": len(windows),
+        "window": args.window,
+        "pieces": len(windows) * args.window,
+        "heldout_windows": len(held),
+        "steps": run.step,
+        "schedule_steps": args.pretrain_steps,
+        "batch_size": args.pretrain_batch,
+        "lr": args.pretrain_lr,
+        "warmup": args.warmup,
+        "noise_density": 0.15,
+        "mean_span_length": 3.0,
+        "train_seconds": round(run.seconds, 1),
+        "history": run.history,
+        "examples": span_examples(run.model, tokenizer, held[:4], random.Random(args.seed + 9)),
+    }
     (out / "pretraining.json").write_text(json.dumps(info, indent=1, ensure_ascii=False) + "\n")
     return run.model
 
@@ -277,8 +345,13 @@ def span_examples(model, tokenizer, windows, rng) -> list[dict]:
     examples = []
     for source, target in zip(inputs, labels):
         out = model.generate(torch.tensor([source]), do_sample=False, max_new_tokens=len(target) + 8)
-        examples.append({"input": tokenizer.decode(source), "target": tokenizer.decode(target),
-                         "predicted": tokenizer.decode(out[0, 1:])})
+        examples.append(
+            {
+                "input": tokenizer.decode(source),
+                "target": tokenizer.decode(target),
+                "predicted": tokenizer.decode(out[0, 1:]),
+            }
+        )
     return examples
 
 
@@ -286,17 +359,20 @@ def save_model_folder(model, tokenizer, folder: Path):
     from transformers import GenerationConfig
 
     folder.mkdir(parents=True, exist_ok=True)
-    model.generation_config = GenerationConfig(decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
-                                               do_sample=False, num_beams=1, max_new_tokens=48)
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, do_sample=False, num_beams=1, max_new_tokens=48
+    )
     model.cpu().save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
 
 
 # ---------------------------------------------------------------- stage 3: transfer to the classify task
 
+
 def classify_sets(seed: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Distinct training e-mails in a seeded order (the first n are the training set of size n: nested sets)
     and every distinct held-out e-mail, as (source, target) pairs of the classify task."""
+
     def distinct(pairs):
         seen, out = set(), []
         for text, label in pairs:
@@ -320,10 +396,19 @@ def transfer(args, tokenizer, pretrained: Path, work: Path) -> dict:
     done = {(r["init"], r["size"]) for r in results["runs"]}
     train_pairs, eval_pairs = classify_sets(args.seed + 3)
     labels = [t for _, t in eval_pairs]
-    results.update({"task": CLASSIFY, "sizes": args.sizes, "steps": args.transfer_steps,
-                    "batch_size": args.transfer_batch, "lr": args.transfer_lr, "warmup": args.transfer_warmup,
-                    "heldout_emails": len(eval_pairs), "available": len(train_pairs),
-                    "majority_baseline": round(max(labels.count(w) for w in set(labels)) / len(labels), 4)})
+    results.update(
+        {
+            "task": CLASSIFY,
+            "sizes": args.sizes,
+            "steps": args.transfer_steps,
+            "batch_size": args.transfer_batch,
+            "lr": args.transfer_lr,
+            "warmup": args.transfer_warmup,
+            "heldout_emails": len(eval_pairs),
+            "available": len(train_pairs),
+            "majority_baseline": round(max(labels.count(w) for w in set(labels)) / len(labels), 4),
+        }
+    )
     for size in args.sizes:
         for init in args.inits:
             if (init, size) in done:
@@ -335,11 +420,19 @@ def transfer(args, tokenizer, pretrained: Path, work: Path) -> dict:
             def next_batches(subset=subset, rng=rng):
                 return [text_batch(tokenizer, [rng.choice(subset) for _ in range(args.transfer_batch)])]
 
-            run = Run(model, args, work / f"transfer-{init}-{size}-state", args.transfer_steps, args.transfer_lr,
-                      args.transfer_warmup, rng).train(next_batches, label=f"{init} n={size}")
+            run = Run(
+                model,
+                args,
+                work / f"transfer-{init}-{size}-state",
+                args.transfer_steps,
+                args.transfer_lr,
+                args.transfer_warmup,
+                rng,
+            ).train(next_batches, label=f"{init} n={size}")
             accuracy = classify_accuracy(run.model, tokenizer, eval_pairs)
-            results["runs"].append({"init": init, "size": size, "exact_match": round(accuracy, 4),
-                                    "train_seconds": round(run.seconds, 1)})
+            results["runs"].append(
+                {"init": init, "size": size, "exact_match": round(accuracy, 4), "train_seconds": round(run.seconds, 1)}
+            )
             print(f"transfer {init} n={size}: held-out exact match {accuracy:.4f}", flush=True)
             results_file.write_text(json.dumps(results, indent=1) + "\n")
             shutil.rmtree(work / f"transfer-{init}-{size}-state", ignore_errors=True)
@@ -349,6 +442,7 @@ def transfer(args, tokenizer, pretrained: Path, work: Path) -> dict:
 
 
 # ---------------------------------------------------------------- stage 4: export
+
 
 @torch.no_grad()
 def moby_dick_span_eval(model, tokenizer, window: int, n_windows: int, seed: int) -> dict:
@@ -366,14 +460,17 @@ def moby_dick_span_eval(model, tokenizer, window: int, n_windows: int, seed: int
         out = model(input_ids=torch.tensor([inputs]), labels=torch.tensor([labels]))
         losses.append(out.loss.item())
         hits = (out.logits[0].argmax(-1) == torch.tensor(labels)).tolist()
-        content = [label not in markers for label in labels]       # the dropped text, not sentinels and </s>
+        content = [label not in markers for label in labels]  # the dropped text, not sentinels and </s>
         correct += sum(hits)
         count += len(labels)
         content_correct += sum(h and c for h, c in zip(hits, content))
         content_count += sum(content)
-    return {"moby_dick_heldout_windows": len(windows), "moby_dick_heldout_loss": round(sum(losses) / len(losses), 4),
-            "moby_dick_heldout_piece_accuracy": round(correct / count, 4),
-            "moby_dick_heldout_content_piece_accuracy": round(content_correct / content_count, 4)}
+    return {
+        "moby_dick_heldout_windows": len(windows),
+        "moby_dick_heldout_loss": round(sum(losses) / len(losses), 4),
+        "moby_dick_heldout_piece_accuracy": round(correct / count, 4),
+        "moby_dick_heldout_content_piece_accuracy": round(content_correct / content_count, 4),
+    }
 
 
 def piece_report(tokenizer) -> dict:
@@ -383,8 +480,11 @@ def piece_report(tokenizer) -> dict:
 
     words = collections.Counter(re.findall(r"[A-Za-z]+", assets.moby_dick_text())).most_common(500)
     whole = [len(tokenizer.tokenize(w)) == 1 for w, _ in words]
-    return {"prefixes": {task: tokenizer.tokenize(f"{task}: ") for task in T5_TASKS},
-            "moby_dick_top_100_words_whole": sum(whole[:100]), "moby_dick_top_500_words_whole": sum(whole)}
+    return {
+        "prefixes": {task: tokenizer.tokenize(f"{task}: ") for task in T5_TASKS},
+        "moby_dick_top_100_words_whole": sum(whole[:100]),
+        "moby_dick_top_500_words_whole": sum(whole),
+    }
 
 
 def export(args, tokenizer, work: Path):
@@ -392,8 +492,13 @@ def export(args, tokenizer, work: Path):
 
     source, out = work / "pretrained", args.out
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
-                 "tokenizer_config.json"):
+    for name in (
+        "model.safetensors",
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ):
         shutil.copy(source / name, out / name)
     reloaded = AutoTokenizer.from_pretrained(out)
     assert reloaded.convert_tokens_to_ids("<extra_id_0>") == len(reloaded) - 1
@@ -403,11 +508,14 @@ def export(args, tokenizer, work: Path):
     metrics = {
         "parameters": sum(p.numel() for p in model.parameters()),
         "model_safetensors_bytes": (out / "model.safetensors").stat().st_size,
-        "vocab_size": len(tokenizer), "sentinels": N_SENTINELS,
+        "vocab_size": len(tokenizer),
+        "sentinels": N_SENTINELS,
         "tokenizer": piece_report(tokenizer),
         "pretraining": pretraining,
         "transfer": json.loads((work / "transfer.json").read_text()),
-        "device": args.device, "threads": args.threads, "torch": torch.__version__.split("+")[0],
+        "device": args.device,
+        "threads": args.threads,
+        "torch": torch.__version__.split("+")[0],
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in ("work", "out")},
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, ensure_ascii=False) + "\n")
@@ -415,6 +523,7 @@ def export(args, tokenizer, work: Path):
 
 
 # ---------------------------------------------------------------- main
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -434,10 +543,15 @@ def main() -> None:
     parser.add_argument("--pretrain-lr", type=float, default=2e-3)
     parser.add_argument("--pretrain-eval-every", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=100, help="warm-up steps of pre-training")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[30, 100, 300],
-                        help="training e-mails in the transfer experiment")
-    parser.add_argument("--inits", nargs="+", default=["pretrained", "scratch"],
-                        help="transfer runs to do: from the pre-trained weights, from random weights, or both")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[30, 100, 300], help="training e-mails in the transfer experiment"
+    )
+    parser.add_argument(
+        "--inits",
+        nargs="+",
+        default=["pretrained", "scratch"],
+        help="transfer runs to do: from the pre-trained weights, from random weights, or both",
+    )
     parser.add_argument("--transfer-steps", type=int, default=200)
     parser.add_argument("--transfer-batch", type=int, default=16)
     parser.add_argument("--transfer-lr", type=float, default=1e-3)
