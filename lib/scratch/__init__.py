@@ -10,6 +10,7 @@
                    classified as text (lecture 9)
     span_corruption  T5's pre-training objective: noise spans -> sentinels; the shifted decoder input (lecture 9)
     mlm            masked-LM pre-training: the 80/10/10 masking rule, fill-mask accuracy (lecture 7)
+    finetuning     adapting a pretrained encoder: LoRA, BIO labels for token classification, span scores (lecture 7)
     sampling       greedy, beam search, top-k, top-p, temperature; the KV cache (lecture 10)
     pretrained     Hugging Face weights in the course's models (GPT-2, Llama/SmolLM2, BERT/MiniLM), the course's
                    own checkpoints (tiny T5, MiniLM's MLM head)
