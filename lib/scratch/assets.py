@@ -131,6 +131,18 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _replace_folder_after_checksum(download: Path, pkg, source: str) -> None:
+    """Refuse a downloaded file whose SHA-256 is not the pinned one; else empty pkg.folder for its contents."""
+    actual = sha256_of(download)
+    if actual != pkg.sha256:
+        raise AssetError(
+            f"{pkg.spec}: checksum mismatch (got {actual}, expected {pkg.sha256}); "
+            f"{source} served a different file, refusing to use it"
+        )
+    shutil.rmtree(pkg.folder, ignore_errors=True)
+    pkg.folder.mkdir(parents=True)
+
+
 # ---------------------------------------------------------------- npm packages
 
 
@@ -164,14 +176,7 @@ def _fetch_npm(pkg: NpmPackage) -> None:
                 f"`npm pack {pkg.spec}` failed (is the npm registry reachable?): "
                 f"{result.stderr.strip()[-400:]}\nFix: once the registry is reachable, run: {FIX_ALL}"
             )
-        actual = sha256_of(tgz)
-        if actual != pkg.sha256:
-            raise AssetError(
-                f"{pkg.spec}: checksum mismatch (got {actual}, expected {pkg.sha256}); "
-                "the registry served a different file, refusing to use it"
-            )
-        shutil.rmtree(pkg.folder, ignore_errors=True)
-        pkg.folder.mkdir(parents=True)
+        _replace_folder_after_checksum(tgz, pkg, "the registry")
         with tarfile.open(tgz) as tar:
             tar.extractall(pkg.folder, filter="data")
     (pkg.folder / ".verified").write_text(pkg.sha256)
@@ -391,14 +396,7 @@ def _fetch_deb(pkg: DebPackage) -> None:
                 f"`apt-get download {pkg.spec}` failed (run `apt-get update` first; is the Debian "
                 f"archive reachable?): {result.stderr.strip()[-400:]}\nFix: apt-get update; {FIX_ALL}"
             )
-        actual = sha256_of(deb)
-        if actual != pkg.sha256:
-            raise AssetError(
-                f"{pkg.spec}: checksum mismatch (got {actual}, expected {pkg.sha256}); "
-                "the archive served a different file, refusing to use it"
-            )
-        shutil.rmtree(pkg.folder, ignore_errors=True)
-        pkg.folder.mkdir(parents=True)
+        _replace_folder_after_checksum(deb, pkg, "the archive")
         result = subprocess.run(["dpkg-deb", "-x", str(deb), str(pkg.folder)], capture_output=True, text=True)
         if result.returncode != 0:
             raise AssetError(f"`dpkg-deb -x` failed on {deb.name}: {result.stderr.strip()[-400:]}")
