@@ -286,18 +286,29 @@ def test_ner_tagger_reaches_its_reported_scores():
         assert unseen["model"]["all"]["f1"] > unseen["baseline_training_names"]["all"]["f1"] + 0.1
 
 
+def test_lora_loader_refuses_a_checkpoint_of_another_kind():
+    from transformers import BertForNextSentencePrediction
+
+    from scratch.finetuning import NSP_HEADS, load_minilm_with_lora
+
+    with pytest.raises(ValueError, match="lacks lora_rank"):
+        load_minilm_with_lora(BertForNextSentencePrediction, "minilm-mlm-head", NSP_HEADS)  # a head, no adapters
+    with pytest.raises(ValueError, match="does not match the model"):
+        load_minilm_with_lora(BertForNextSentencePrediction, LORA_CHECKPOINT, NSP_HEADS)  # fill-mask, not NSP
+
+
 def test_nsp_head_reaches_its_reported_accuracy_and_answers_the_lecture_pairs():
     torch.set_num_threads(1)
     metrics = json.loads((assets.checkpoint_dir(NSP_CHECKPOINT) / "metrics.json").read_text())
-    encoder, classifier, tokenizer = load_nsp_classifier()
+    model, tokenizer = load_nsp_classifier()
     _, held = heldout_chapters(assets.moby_dick_chapters())
     test = sentence_pairs([c["text"] for c in held], metrics["test_pairs"], seed=1)[: metrics["quick_sample_pairs"]]
-    p_next = is_next_probability(encoder, classifier, tokenizer, [(a, b) for a, b, _ in test])
+    p_next = is_next_probability(model, tokenizer, [(a, b) for a, b, _ in test])
     accuracy = ((p_next < 0.5).long() == torch.tensor([label for *_, label in test])).float().mean().item()
     assert accuracy == pytest.approx(metrics["quick_sample_accuracy"], abs=0.01)
     lecture = metrics["lecture_pairs"]
-    p = is_next_probability(encoder, classifier, tokenizer, [(x["a"], x["b"]) for x in lecture])
+    p = is_next_probability(model, tokenizer, [(x["a"], x["b"]) for x in lecture])
     assert p.tolist() == pytest.approx([x["p_is_next"] for x in lecture], abs=1e-3)
-    assert p[0] > p[1]  # milk is the likelier follower (the shipped head calls both IsNext: see its README)
+    assert p[0] > p[1]  # milk is the likelier follower (the head calls both IsNext: see its README)
     with pytest.raises(ValueError, match="at least one"):
-        is_next_probability(encoder, classifier, tokenizer, [])
+        is_next_probability(model, tokenizer, [])

@@ -7,7 +7,6 @@ from torch import nn
 import scratch  # noqa: F401  (offline environment before transformers)
 from scratch.finetuning import (
     IGNORE_INDEX,
-    BlockPairClassifier,
     BlockTagger,
     LoRALinear,
     add_lora,
@@ -138,9 +137,8 @@ def test_block_heads_have_the_right_shapes():
     ids = torch.tensor([[1, 5, 6, 2, 0], [1, 7, 2, 0, 0]])
     h = encoder.hidden_states(ids)[-2]
     assert BlockTagger(encoder.blocks[-1], 16, 5)(h, ids).shape == (2, 5, 5)
-    pair = BlockPairClassifier(encoder.blocks[-1], 16, 2).eval()
-    assert pair(h, ids).shape == (2, 2)
-    assert torch.allclose(pair.block(h, None)[0], encoder.blocks[-1](h, None)[0])  # a copy of the last block
+    tagger = BlockTagger(encoder.blocks[-1], 16, 5).eval()
+    assert torch.allclose(tagger.block(h, None)[0], encoder.blocks[-1](h, None)[0])  # a copy of the last block
     cached = frozen_block_outputs(encoder, ids, batch=1)  # each row cut to its own length
     real = ids != 0
     assert torch.allclose(cached[real], h[real], atol=1e-5) and (cached[~real] == 0).all()

@@ -4,6 +4,8 @@
     add_lora             wrap every nn.Linear inside a module (e.g. all of BERT's encoder blocks) in a LoRALinear
     trainable_state      the tensors that training changed (adapters, unfrozen biases/LayerNorms, heads): a small
                          checkpoint that is loaded on top of the unchanged pretrained weights
+    minilm_with_lora     all-MiniLM-L6-v2 as a transformers BERT class (masked LM, next sentence) with LoRA on
+                         every encoder Linear; load_minilm_with_lora adds a course checkpoint's trained tensors
     label_first_pieces   word-level tags -> WordPiece-level labels (first piece of a word labelled, the rest -100)
     bio_spans            the (type, start, end) entity spans of a BIO tag sequence
     span_scores          per-type precision, recall and F1 of predicted spans against gold spans (exact match)
@@ -250,31 +252,6 @@ class BlockTagger(nn.Module):
         return self.head(self.block(h, padding_mask(ids, self.pad_id)))
 
 
-class BlockPairClassifier(nn.Module):
-    """Sequence (pair) classification as BERT's next-sentence head: a copy of the last block (trained, or adapted
-    with LoRA when lora_rank is given), then the [CLS] vector through a pooler (dense + tanh) and
-    Linear(d_model, n_classes). -> (batch, n_classes) logits."""
-
-    def __init__(
-        self,
-        block: nn.Module,
-        d_model: int,
-        n_classes: int = 2,
-        pad_id: int = 0,
-        lora_rank: int | None = None,
-        lora_alpha: float = 16.0,
-    ):
-        super().__init__()
-        self.block, self.pad_id = trainable_copy(block, lora_rank, lora_alpha), pad_id
-        self.pooler, self.head = nn.Linear(d_model, d_model), nn.Linear(d_model, n_classes)
-
-    def forward(self, h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-        from scratch.attention import padding_mask
-
-        cls = self.block(h, padding_mask(ids, self.pad_id))[:, 0]  # the [CLS] position
-        return self.head(torch.tanh(self.pooler(cls)))
-
-
 def sentence_pairs(chapters: list[str], n: int, seed: int = 0, min_gap: int = 1) -> list[tuple[str, str, int]]:
     """BERT's next-sentence task: n pairs (A, B, label) from a list of chapter texts (in reading order), half of
     each kind: label 0 (IsNext) = B is the sentence that follows A in its chapter; label 1 (NotNext) = B is a random
@@ -369,15 +346,64 @@ def load_ner_tagger(name: str = NER_CHECKPOINT):
     return encoder, _load_trained(tagger, weights, name), tokenizer, tags
 
 
-def load_nsp_classifier(name: str = NSP_CHECKPOINT):
-    """MiniLM (scratch BERT) + the course's next-sentence head -> (encoder, classifier, tokenizer), in eval mode.
-    The classifier's logits are (IsNext, NotNext), transformers' order."""
+def minilm_with_lora(model_class, rank: int = 16, alpha: float = 32.0, heads: tuple[str, ...] = ("cls.",)):
+    """all-MiniLM-L6-v2 loaded as a transformers BERT model class (BertForMaskedLM, BertForNextSentencePrediction,
+    ...), its encoder adapted with LoRA, untrained.
+
+    Trainable: the low-rank adapters on every Linear of the 6 encoder blocks (Q, K, V, attention output, both FFN
+    layers), the encoder's biases and LayerNorms, and the parameters whose names start with one of `heads` (the task
+    head; MiniLM ships no `cls.*` weights, so transformers initialises them). Frozen: everything else, as installed.
+    """
+    from transformers.utils import logging
+
+    from scratch import assets
+
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
+    try:
+        model = model_class.from_pretrained(assets.minilm_dir())
+    finally:
+        logging.set_verbosity(verbosity)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    add_lora(model.bert.encoder, rank=rank, alpha=alpha)
+    for name, p in model.named_parameters():
+        in_encoder = name.startswith("bert.encoder.")
+        if (
+            "lora_" in name
+            or (in_encoder and (name.endswith(".bias") or ".LayerNorm." in name))
+            or name.startswith(heads)
+        ):
+            p.requires_grad_(True)
+    return model
+
+
+def load_minilm_with_lora(model_class, name: str, heads: tuple[str, ...] = ("cls.",)):
+    """MiniLM + a course checkpoint made by minilm_with_lora -> (model in eval mode, tokenizer).
+
+    data/checkpoints/<name>/model.safetensors holds only what training changed (trainable_state); its metadata
+    names the adapters' rank and alpha. Everything else is MiniLM's, as installed.
+    """
+    from transformers import AutoTokenizer
+
+    from scratch import assets
+
     weights, metadata = _load_checkpoint(name)
-    encoder, tokenizer = _minilm_encoder()
-    classifier = BlockPairClassifier(
-        encoder.blocks[-1], encoder.tok_embed.embedding_dim, 2, tokenizer.pad_token_id, **_lora_settings(metadata)
-    )
-    return encoder, _load_trained(classifier, weights, name), tokenizer
+    if "lora_rank" not in metadata or "lora_alpha" not in metadata:
+        raise ValueError(f"{name}: metadata lacks lora_rank/lora_alpha; is this a LoRA checkpoint?")
+    model = minilm_with_lora(model_class, int(metadata["lora_rank"]), float(metadata["lora_alpha"]), heads)
+    return _load_trained(model, weights, name), AutoTokenizer.from_pretrained(assets.minilm_dir())
+
+
+NSP_HEADS = ("bert.pooler.", "cls.")  # BERT's next-sentence head: the pooler (dense + tanh on [CLS]) and a 2-way layer
+
+
+def load_nsp_classifier(name: str = NSP_CHECKPOINT):
+    """MiniLM + the course's next-sentence LoRA adapters and head -> (BertForNextSentencePrediction in eval mode,
+    tokenizer). Its logits are (IsNext, NotNext), transformers' order."""
+    from transformers import BertForNextSentencePrediction
+
+    return load_minilm_with_lora(BertForNextSentencePrediction, name, NSP_HEADS)
 
 
 @torch.no_grad()
@@ -404,12 +430,21 @@ def tag_words(
 
 
 @torch.no_grad()
-def is_next_probability(encoder, classifier, tokenizer, pairs: list[tuple[str, str]]) -> torch.Tensor:
-    """P(IsNext) for each (A, B) pair, packed as [CLS] A [SEP] B [SEP] with segment ids 0 and 1."""
+def is_next_probability(model, tokenizer, pairs: list[tuple[str, str]], batch: int = 64) -> torch.Tensor:
+    """P(IsNext) for each (A, B) pair, packed as [CLS] A [SEP] B [SEP] with segment ids 0 and 1, from a model
+    with BERT's next-sentence head (transformers' BertForNextSentencePrediction: logits (IsNext, NotNext))."""
     if not pairs or any(len(p) < 2 for p in pairs):
         raise ValueError("give at least one (sentence A, sentence B) pair")
-    enc = tokenizer(
-        [p[0] for p in pairs], [p[1] for p in pairs], truncation=True, max_length=128, padding=True, return_tensors="pt"
-    )
-    logits = classifier(frozen_block_outputs(encoder, enc.input_ids, enc.token_type_ids), enc.input_ids)
-    return logits.softmax(-1)[:, 0]
+    out = []
+    for i in range(0, len(pairs), batch):
+        chunk = pairs[i : i + batch]
+        enc = tokenizer(
+            [p[0] for p in chunk],
+            [p[1] for p in chunk],
+            truncation=True,
+            max_length=128,
+            padding=True,
+            return_tensors="pt",
+        )
+        out.append(model(**enc).logits.softmax(-1)[:, 0])
+    return torch.cat(out)

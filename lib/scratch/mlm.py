@@ -154,28 +154,10 @@ def minilm_mlm_with_lora(rank: int = 16, alpha: float = 32.0):
     bias). Frozen: the pretrained weight matrices and the word embeddings, which are also the head's decoder (tied).
     """
     from transformers import BertForMaskedLM
-    from transformers.utils import logging
 
-    from scratch import assets
-    from scratch.finetuning import add_lora
+    from scratch.finetuning import minilm_with_lora
 
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
-    try:
-        model = BertForMaskedLM.from_pretrained(assets.minilm_dir())
-    finally:
-        logging.set_verbosity(verbosity)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    add_lora(model.bert.encoder, rank=rank, alpha=alpha)
-    for name, p in model.named_parameters():
-        in_encoder = name.startswith("bert.encoder.")
-        if (
-            "lora_" in name
-            or (in_encoder and (name.endswith(".bias") or ".LayerNorm." in name))
-            or name.startswith("cls.predictions.")
-        ):
-            p.requires_grad_(True)
+    model = minilm_with_lora(BertForMaskedLM, rank, alpha, heads=("cls.predictions.",))
     model.bert.embeddings.word_embeddings.weight.requires_grad_(False)  # = the decoder's weight
     return model
 
@@ -186,27 +168,11 @@ def load_minilm_lora_mlm(name: str = LORA_CHECKPOINT):
     data/checkpoints/<name>/model.safetensors holds only what training changed (scratch.finetuning.trainable_state);
     its metadata names the adapters' rank and alpha. Everything else is MiniLM's, as installed.
     """
-    from safetensors import safe_open
-    from transformers import AutoTokenizer
+    from transformers import BertForMaskedLM
 
-    from scratch import assets
+    from scratch.finetuning import load_minilm_with_lora
 
-    path = assets.checkpoint_dir(name) / "model.safetensors"
-    with safe_open(str(path), framework="pt") as f:
-        metadata = f.metadata() or {}
-        trained = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 (safe_open is not a dict)
-    if "lora_rank" not in metadata or "lora_alpha" not in metadata:
-        raise ValueError(f"{path}: metadata lacks lora_rank/lora_alpha; is this a LoRA checkpoint?")
-    model = minilm_mlm_with_lora(int(metadata["lora_rank"]), float(metadata["lora_alpha"]))
-    expected = {key for key, p in model.named_parameters() if p.requires_grad}
-    if set(trained) != expected:
-        missing, extra = sorted(expected - set(trained)), sorted(set(trained) - expected)
-        raise ValueError(
-            f"{name}: the checkpoint does not match the adapted model (missing {missing[:3]}..., "
-            f"unexpected {extra[:3]}...)"
-        )
-    model.load_state_dict(trained, strict=False)
-    return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
+    return load_minilm_with_lora(BertForMaskedLM, name, heads=("cls.predictions.",))
 
 
 def word_targets(tokenizer, windows: list[list[int]]) -> torch.Tensor:
