@@ -433,18 +433,21 @@ def tag_words(
 def is_next_probability(model, tokenizer, pairs: list[tuple[str, str]], batch: int = 64) -> torch.Tensor:
     """P(IsNext) for each (A, B) pair, packed as [CLS] A [SEP] B [SEP] with segment ids 0 and 1, from a model
     with BERT's next-sentence head (transformers' BertForNextSentencePrediction: logits (IsNext, NotNext))."""
+    from scratch.training import eval_mode
+
     if not pairs or any(len(p) < 2 for p in pairs):
         raise ValueError("give at least one (sentence A, sentence B) pair")
     out = []
-    for i in range(0, len(pairs), batch):
-        chunk = pairs[i : i + batch]
-        enc = tokenizer(
-            [p[0] for p in chunk],
-            [p[1] for p in chunk],
-            truncation=True,
-            max_length=128,
-            padding=True,
-            return_tensors="pt",
-        )
-        out.append(model(**enc).logits.softmax(-1)[:, 0])
+    with eval_mode(model):  # no dropout, whatever mode the caller left the model in
+        for i in range(0, len(pairs), batch):
+            chunk = pairs[i : i + batch]
+            enc = tokenizer(
+                [p[0] for p in chunk],
+                [p[1] for p in chunk],
+                truncation=True,
+                max_length=128,
+                padding=True,
+                return_tensors="pt",
+            )
+            out.append(model(**enc).logits.softmax(-1)[:, 0])
     return torch.cat(out)

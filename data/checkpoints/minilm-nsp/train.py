@@ -49,6 +49,7 @@ from scratch import assets  # noqa: E402
 from scratch.finetuning import NSP_HEADS, is_next_probability, minilm_with_lora, sentence_pairs  # noqa: E402
 from scratch.finetuning import trainable_state  # noqa: E402
 from scratch.mlm import heldout_chapters  # noqa: E402
+from scratch.training import lr_factor  # noqa: E402
 from scratch.tasks import email_text, is_held_out  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -64,12 +65,6 @@ def accuracy(model, tokenizer, pairs) -> float:
     model.eval()
     p_next = is_next_probability(model, tokenizer, [(a, b) for a, b, _ in pairs])
     return ((p_next < 0.5).long() == torch.tensor([label for *_, label in pairs])).float().mean().item()
-
-
-def lr_factor(step: int, steps: int, warmup: int) -> float:
-    if step < warmup:
-        return (step + 1) / warmup
-    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
 
 
 @torch.no_grad()
@@ -129,6 +124,7 @@ def main() -> None:
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
     steps = args.epochs * math.ceil(len(train) / args.batch)
+    # scratch.training.lr_factor; the shipped run used a local copy whose cosine reached its floor one step later
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, steps, args.warmup))
     history, step, running = [], 0, []
     for _ in range(args.epochs):
