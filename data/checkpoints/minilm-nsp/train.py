@@ -167,8 +167,8 @@ def main() -> None:
     email_baseline = ((similarity(minilm, tokenizer, email_test) < email_threshold).long()
                       == torch.tensor([label for *_, label in email_test])).float().mean().item()
     metrics = {
-        "task": "next-sentence prediction: label 0 = IsNext (B follows A in its chapter), "
-        "1 = NotNext (B from another chapter)",
+        "task": "next-sentence prediction: label 0 = IsNext (B follows A in its document), "
+        "1 = NotNext (B from another document of the same corpus)",
         "model": "all-MiniLM-L6-v2 as BertForNextSentencePrediction + LoRA adapters on every encoder Linear + "
         "encoder biases/LayerNorms + pooler + 2-way layer",
         "test_pairs": len(test),
