@@ -65,7 +65,6 @@ LECTURE_PAIRS = [
 
 
 def accuracy(model, tokenizer, pairs) -> float:
-    model.eval()
     p_next = is_next_probability(model, tokenizer, [(a, b) for a, b, _ in pairs])
     return ((p_next < 0.5).long() == torch.tensor([label for *_, label in pairs])).float().mean().item()
 
@@ -130,7 +129,6 @@ def main() -> None:
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
     steps = args.epochs * math.ceil(len(train) / args.batch)
-    # scratch.training.lr_factor; the shipped run used a local copy whose cosine reached its floor one step later
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, steps, args.warmup))
     history, step, running = [], 0, []
     for _ in range(args.epochs):
