@@ -67,6 +67,7 @@ def test_add_lora_wraps_every_linear_of_bert_blocks():
         (lambda: gazetteer_tags(["x"], {"PER": ["Paris"], "LOC": ["Paris"]}), ValueError, "both PER and LOC"),
         (lambda: gazetteer_tags(["x"], {"PER": ["  "]}), ValueError, "empty PER entry"),
         (lambda: sentence_pairs(["One two three four. Five six seven eight."], 1), ValueError, "at least 2 chapters"),
+        (lambda: sentence_pairs(["a b c d.", "e f g h."], 1, same_chapter_share=1.5), ValueError, "same_chapter_share"),
     ],
 )
 def test_bad_input_is_refused(call, error, message):
@@ -127,6 +128,28 @@ def test_sentences_and_pairs():
         else:
             assert not same_chapter
     assert sentence_pairs(chapters, 10, seed=0) == pairs
+
+
+def test_same_chapter_negatives_are_far_from_a():
+    from scratch.finetuning import SAME_CHAPTER_DISTANCE
+
+    long_chapters = [" ".join(f"Chapter {c} sentence number {i} here." for i in range(40)) for c in range(3)]
+    assert sentence_pairs(long_chapters, 20, seed=3, same_chapter_share=0.0) == sentence_pairs(
+        long_chapters, 20, seed=3
+    )
+    pairs = sentence_pairs(long_chapters, 100, seed=0, same_chapter_share=1.0)
+    for a, b, label in pairs:
+        if label == 1:  # every NotNext B from A's own chapter, at least SAME_CHAPTER_DISTANCE sentences away
+            assert a.split()[1] == b.split()[1]
+            assert abs(int(b.split()[4]) - int(a.split()[4])) >= SAME_CHAPTER_DISTANCE
+    # where A's chapter is too short, B falls back to another chapter
+    short = sentence_pairs(
+        [" ".join(f"Chapter {c} sentence number {i} here." for i in range(6)) for c in range(3)],
+        10,
+        seed=0,
+        same_chapter_share=1.0,
+    )
+    assert all(a.split()[1] != b.split()[1] for a, b, label in short if label == 1)
 
 
 def test_block_heads_have_the_right_shapes():

@@ -252,15 +252,24 @@ class BlockTagger(nn.Module):
         return self.head(self.block(h, padding_mask(ids, self.pad_id)))
 
 
-def sentence_pairs(chapters: list[str], n: int, seed: int = 0, min_gap: int = 1) -> list[tuple[str, str, int]]:
+SAME_CHAPTER_DISTANCE = 10  # sentences between A and a same-chapter NotNext B, at least
+
+
+def sentence_pairs(
+    chapters: list[str], n: int, seed: int = 0, min_gap: int = 1, same_chapter_share: float = 0.0
+) -> list[tuple[str, str, int]]:
     """BERT's next-sentence task: n pairs (A, B, label) from a list of chapter texts (in reading order), half of
     each kind: label 0 (IsNext) = B is the sentence that follows A in its chapter; label 1 (NotNext) = B is a random
     sentence of a chapter at least `min_gap` places away in the list (BERT drew it from anywhere in its corpus,
-    nearly always another document). Sentences of 4 to 40 words only. Deterministic for a seed."""
+    nearly always another document). With `same_chapter_share` > 0, that share of the NotNext B are instead drawn
+    from A's own chapter, at least SAME_CHAPTER_DISTANCE sentences away (where the chapter has one): same topic and
+    style, so only the local thread tells them apart. Sentences of 4 to 40 words only. Deterministic for a seed."""
     import random
 
     if not isinstance(min_gap, int) or min_gap < 1:
         raise ValueError(f"min_gap must be a positive int, got {min_gap!r}")
+    if not isinstance(same_chapter_share, (int, float)) or not 0 <= same_chapter_share <= 1:
+        raise ValueError(f"same_chapter_share must be a number in [0, 1], got {same_chapter_share!r}")
     rng = random.Random(seed)
     sentences = [[s for s in split_sentences(text)] for text in chapters]
     fits = [[4 <= len(s.split()) <= 40 for s in chapter] for chapter in sentences]
@@ -277,6 +286,16 @@ def sentence_pairs(chapters: list[str], n: int, seed: int = 0, min_gap: int = 1)
         if k % 2 == 0:
             pairs.append((sentences[c][i], sentences[c][i + 1], 0))
         else:
+            far = []
+            if same_chapter_share and rng.random() < same_chapter_share:
+                far = [
+                    s
+                    for j, (s, f) in enumerate(zip(sentences[c], fits[c]))
+                    if f and abs(j - i) >= SAME_CHAPTER_DISTANCE
+                ]
+            if far:
+                pairs.append((sentences[c][i], rng.choice(far), 1))
+                continue
             other = rng.choice([o for o in range(len(sentences)) if abs(o - c) >= min_gap and any(fits[o])])
             pairs.append((sentences[c][i], rng.choice([s for s, f in zip(sentences[other], fits[other]) if f]), 1))
     return pairs

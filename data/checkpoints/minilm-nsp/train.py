@@ -44,7 +44,7 @@ import scratch  # noqa: E402, F401  (before torch: it pins the rest of the numer
 # isort: split
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from safetensors.torch import save_file  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
 from transformers import AutoModel, AutoTokenizer, BertForNextSentencePrediction  # noqa: E402
 from transformers.utils import logging  # noqa: E402
 
@@ -102,6 +102,10 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--same-chapter-share", type=float, default=0.0,
+                        help="share of the NotNext B drawn from far away in A's own document (hard negatives)")
+    parser.add_argument("--init-from", type=Path, default=None,
+                        help="continue from the checkpoint in this folder (its model.safetensors and metrics.json)")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     if args.smoke:
@@ -116,16 +120,27 @@ def main() -> None:
     emails = [email_text(e, max_chars=None) for e in assets.spam_emails()]
     # NotNext sentences come from the same corpus as A (as in the tests), so style alone does not give them away.
     counts = {"moby_dick": args.moby_pairs, "austen": args.austen_pairs, "emails": args.email_pairs}
-    train = sentence_pairs([c["text"] for c in train_chapters], counts["moby_dick"], seed=args.seed)
+    share = args.same_chapter_share
+    train = sentence_pairs([c["text"] for c in train_chapters], counts["moby_dick"], seed=args.seed,
+                           same_chapter_share=share)
     if counts["austen"]:  # all six novels: no Austen test pairs, so every chapter may train
-        train += sentence_pairs([c["text"] for c in assets.austen_chapters()], counts["austen"], seed=args.seed + 20)
-    train += sentence_pairs([t for t in emails if not is_held_out(t)], counts["emails"], seed=args.seed + 10)
+        train += sentence_pairs([c["text"] for c in assets.austen_chapters()], counts["austen"], seed=args.seed + 20,
+                                same_chapter_share=share)
+    train += sentence_pairs([t for t in emails if not is_held_out(t)], counts["emails"], seed=args.seed + 10,
+                            same_chapter_share=share)
     test = sentence_pairs([c["text"] for c in held_chapters], args.test_pairs, seed=args.seed + 1)
     email_test = sentence_pairs([t for t in emails if is_held_out(t)], args.test_pairs, seed=args.seed + 1)
     print(f"{len(train)} training pairs, {len(test)} test pairs", flush=True)
 
     torch.manual_seed(args.seed)
     model = minilm_with_lora(BertForNextSentencePrediction, args.rank, args.alpha, NSP_HEADS)
+    previous = None
+    if args.init_from:
+        weights = load_file(str(args.init_from / "model.safetensors"))
+        expected = {name for name, p in model.named_parameters() if p.requires_grad}
+        assert set(weights) == expected, "--init-from: the checkpoint's tensors do not match the model's trainable ones"
+        model.load_state_dict(weights, strict=False)
+        previous = json.loads((args.init_from / "metrics.json").read_text())
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
     steps = args.epochs * math.ceil(len(train) / args.batch)
@@ -201,11 +216,15 @@ def main() -> None:
             "trainable_params": sum(p.numel() for p in trainable),
             "threads": 1,
             "mkl_cbwr": os.environ["MKL_CBWR"],
+            "same_chapter_share": share,
             "seed": args.seed,
             "train_s": round(train_s),
             "history": history,
         },
     }
+    if previous:  # a second stage: keep the first stage's settings and progress
+        metrics["training"]["init_from"] = str(args.init_from)
+        metrics["training"]["previous_stage"] = previous["training"]
     print(json.dumps({k: metrics[k] for k in ("test_accuracy", "email_test_accuracy", "baseline_similarity_threshold",
                                               "lecture_pairs")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
