@@ -1,5 +1,6 @@
 """The course's tiny T5s (lecture 9). data/checkpoints/tiny-t5 (four tasks, trained from scratch): it loads, is small,
-and still answers every task as well as its metrics.json says; one training step by hand equals transformers' loss.
+its tokenizer keeps the prefixes whole and spells numbers digit by digit, and it still answers every task as well as
+its metrics.json says; one training step by hand equals transformers' loss.
 data/checkpoints/tiny-t5-pretrained (span corruption only, with a 4,000-piece tokenizer): it is small, its tokenizer
 keeps the task prefixes and common words whole, and it still fills held-out spans as its metrics.json says (fresh
 windows and masks); its transfer record is complete. T5's relative position bias equals scratch.embeddings'; unsafe
@@ -66,6 +67,17 @@ def test_reaches_reported_exact_match_on_held_out_sample(tiny_t5, metrics):
         assert reported >= TARGET, f"{task}: metrics.json reports {reported:.3f} < {TARGET}"
         assert value >= TARGET - TOLERANCE / 2, f"{task}: {value:.2f} on 100 held-out inputs"
         assert abs(value - reported) <= TOLERANCE, f"{task}: measured {value:.2f}, reported {reported:.3f}"
+
+
+def test_tokenizer_keeps_prefixes_and_words_whole_and_spells_numbers_digit_by_digit(tiny_t5):
+    _, tokenizer = tiny_t5
+    for task in TEXT_TO_TEXT_TASKS:
+        assert tokenizer.tokenize(f"{task}:") == [f"▁{word}" for word in task.split()] + [":"]
+    assert tokenizer.tokenize("one") == ["▁one"]
+    assert tokenizer.tokenize("sort: 42 7 190")[2:] == ["▁", "4", "2", "▁", "7", "▁", "1", "9", "0"]
+    assert all(len(tokenizer.tokenize(letter)) == 1 for letter in "abcdefghijklmnopqrstuvwxyz")
+    digit_pieces = [piece for piece in tokenizer.get_vocab() if any(ch.isdigit() for ch in piece)]
+    assert sorted(digit_pieces) == list("0123456789")  # no piece holds more than one digit
 
 
 def test_answers_by_prefix(tiny_t5):
@@ -159,8 +171,15 @@ def test_pretrained_model_fills_held_out_spans_as_reported(pretrained):
 def test_transfer_record_is_complete(pretrained):
     transfer = pretrained[2]["transfer"]
     assert transfer["task"] == CLASSIFY
-    runs = {(r["init"], r["size"]): r for r in transfer["runs"]}
-    assert set(runs) == {(init, size) for init in ("pretrained", "scratch") for size in transfer["sizes"]}
+    runs = {(r["init"], r["size"], r["repeat"]): r for r in transfer["runs"]}
+    assert len(runs) == len(transfer["runs"])  # no run twice
+    assert set(runs) == {
+        (init, size, repeat)
+        for init in ("pretrained", "scratch")
+        for size in transfer["sizes"]
+        for repeat in range(transfer["repeats"])
+    }
+    assert transfer["repeats"] >= 3  # enough runs per setting to see their spread
     labels = [label for _, label in spam_examples("val")]
     assert transfer["heldout_emails"] == len({text for text, _ in spam_examples("val")})
     assert (

@@ -16,7 +16,8 @@ saves its state every --save-every steps):
 3. transfer   the experiment: fine-tune (a) the pre-trained model and (b) the same architecture from random
               weights, with the same tokenizer, steps, batch and learning-rate schedule, on the classify task
               (scratch.tasks: "classify: <e-mail>" -> "spam" / "ham") with --sizes training e-mails (nested
-              sets), and measure greedy exact match on every distinct held-out e-mail after each run;
+              sets), --transfer-repeats times (each repeat its own e-mails, start and batch order), and measure
+              greedy exact match on every distinct held-out e-mail after each run;
 4. export     the pre-trained model, its tokenizer and metrics.json (pre-training and transfer) to --out.
 
 Every random choice comes from --seed. The command that made the shipped checkpoint (CPU, one thread, on a
@@ -26,6 +27,9 @@ made):
 
     PYTHONPATH=lib .venv/bin/python data/checkpoints/tiny-t5-pretrained/train.py --work /tmp/tiny-t5-work \\
         --pretrain-steps 4000 --sizes 30 100 300
+
+(That run made one transfer run per setting, repeat 0; the same command with `--stages transfer` later added
+repeats 1 and 2, the `--transfer-repeats 3` default, on the same work folder.)
 
 (The previous checkpoint stopped its pre-training at step 600 of a 1,200-step schedule, on the pinned numeric
 path, where a step took 10 s instead of 0.7 s.)
@@ -396,52 +400,67 @@ def classify_accuracy(model, tokenizer, pairs) -> float:
 
 
 def transfer(args, tokenizer, pretrained: Path, work: Path) -> dict:
+    """Fine-tune from the pre-trained and from random weights on `sizes` training e-mails, `transfer_repeats`
+    times: repeat r draws its own training e-mails, random start and batch order (seeds + r; r = 0 is the first
+    checkpoint's single run), so the spread between repeats shows how much one run can be trusted."""
     results_file = work / "transfer.json"
     results = json.loads(results_file.read_text()) if results_file.is_file() else {"runs": []}
-    done = {(r["init"], r["size"]) for r in results["runs"]}
-    train_pairs, eval_pairs = classify_sets(args.seed + 3)
+    for r in results["runs"]:
+        r.setdefault("repeat", 0)  # results written before repeats existed
+    done = {(r["init"], r["size"], r["repeat"]) for r in results["runs"]}
+    _, eval_pairs = classify_sets(args.seed + 3)
     labels = [t for _, t in eval_pairs]
     results.update(
         {
             "task": CLASSIFY,
             "sizes": args.sizes,
+            "repeats": args.transfer_repeats,
             "steps": args.transfer_steps,
             "batch_size": args.transfer_batch,
             "lr": args.transfer_lr,
             "warmup": args.transfer_warmup,
             "heldout_emails": len(eval_pairs),
-            "available": len(train_pairs),
+            "available": len(classify_sets(args.seed + 3)[0]),
             "majority_baseline": round(max(labels.count(w) for w in set(labels)) / len(labels), 4),
         }
     )
-    for size in args.sizes:
-        for init in args.inits:
-            if (init, size) in done:
-                continue
-            model = load_model(pretrained) if init == "pretrained" else new_model(args, tokenizer, args.seed)
-            rng = random.Random(args.seed + 5)
-            subset = train_pairs[:size]
+    for repeat in range(args.transfer_repeats):
+        train_pairs, _ = classify_sets(args.seed + 3 + repeat)
+        for size in args.sizes:
+            for init in args.inits:
+                if (init, size, repeat) in done:
+                    continue
+                if init == "pretrained":
+                    model = load_model(pretrained)
+                else:
+                    model = new_model(args, tokenizer, args.seed + repeat)
+                rng = random.Random(args.seed + 5 + repeat)
+                subset = train_pairs[:size]
 
-            def next_batches(subset=subset, rng=rng):
-                return [text_batch(tokenizer, [rng.choice(subset) for _ in range(args.transfer_batch)])]
+                def next_batches(subset=subset, rng=rng):
+                    return [text_batch(tokenizer, [rng.choice(subset) for _ in range(args.transfer_batch)])]
 
-            run = Run(
-                model,
-                args,
-                work / f"transfer-{init}-{size}-state",
-                args.transfer_steps,
-                args.transfer_lr,
-                args.transfer_warmup,
-                rng,
-            ).train(next_batches, label=f"{init} n={size}")
-            accuracy = classify_accuracy(run.model, tokenizer, eval_pairs)
-            results["runs"].append(
-                {"init": init, "size": size, "exact_match": round(accuracy, 4), "train_seconds": round(run.seconds, 1)}
-            )
-            print(f"transfer {init} n={size}: held-out exact match {accuracy:.4f}", flush=True)
-            results_file.write_text(json.dumps(results, indent=1) + "\n")
-            shutil.rmtree(work / f"transfer-{init}-{size}-state", ignore_errors=True)
-    results["runs"] = [r for r in results["runs"] if r["size"] in args.sizes and r["init"] in args.inits]
+                state = work / f"transfer-{init}-{size}-{repeat}-state"
+                run = Run(model, args, state, args.transfer_steps, args.transfer_lr, args.transfer_warmup, rng)
+                run.train(next_batches, label=f"{init} n={size} repeat {repeat}")
+                accuracy = classify_accuracy(run.model, tokenizer, eval_pairs)
+                results["runs"].append(
+                    {
+                        "init": init,
+                        "size": size,
+                        "repeat": repeat,
+                        "exact_match": round(accuracy, 4),
+                        "train_seconds": round(run.seconds, 1),
+                    }
+                )
+                print(f"transfer {init} n={size} repeat {repeat}: held-out exact match {accuracy:.4f}", flush=True)
+                results_file.write_text(json.dumps(results, indent=1) + "\n")
+                shutil.rmtree(state, ignore_errors=True)
+    results["runs"] = [
+        r
+        for r in results["runs"]
+        if r["size"] in args.sizes and r["init"] in args.inits and r["repeat"] < args.transfer_repeats
+    ]
     results_file.write_text(json.dumps(results, indent=1) + "\n")
     return results
 
@@ -558,6 +577,7 @@ def main() -> None:
         default=["pretrained", "scratch"],
         help="transfer runs to do: from the pre-trained weights, from random weights, or both",
     )
+    parser.add_argument("--transfer-repeats", type=int, default=3, help="runs per (start, size), each its own draw")
     parser.add_argument("--transfer-steps", type=int, default=200)
     parser.add_argument("--transfer-batch", type=int, default=16)
     parser.add_argument("--transfer-lr", type=float, default=1e-3)
