@@ -28,8 +28,9 @@ made):
     PYTHONPATH=lib .venv/bin/python data/checkpoints/tiny-t5-pretrained/train.py --work /tmp/tiny-t5-work \\
         --pretrain-steps 4000 --sizes 30 100 300
 
-(That run made one transfer run per setting, repeat 0; the same command with `--stages transfer` later added
-repeats 1 and 2, the `--transfer-repeats 3` default, on the same work folder.)
+(That run made one transfer run per setting, repeat 0 at 30, 100 and 300 e-mails; the same command with
+`--stages transfer` and then `--stages transfer --sizes 10 30 100 300` later added repeats 1 and 2, the
+`--transfer-repeats 3` default, and the 10-e-mail runs, on the same work folder. The defaults below now do all of it.)
 
 (The previous checkpoint stopped its pre-training at step 600 of a 1,200-step schedule, on the pinned numeric
 path, where a step took 10 s instead of 0.7 s.)
@@ -569,7 +570,7 @@ def main() -> None:
     parser.add_argument("--pretrain-eval-every", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=100, help="warm-up steps of pre-training")
     parser.add_argument(
-        "--sizes", type=int, nargs="+", default=[30, 100, 300], help="training e-mails in the transfer experiment"
+        "--sizes", type=int, nargs="+", default=[10, 30, 100, 300], help="training e-mails in the transfer experiment"
     )
     parser.add_argument(
         "--inits",
