@@ -50,7 +50,7 @@ from transformers.utils import logging  # noqa: E402
 
 from scratch import assets  # noqa: E402
 from scratch.finetuning import NSP_HEADS, is_next_probability, minilm_with_lora, sentence_pairs  # noqa: E402
-from scratch.finetuning import trainable_state  # noqa: E402
+from scratch.finetuning import _load_trained, trainable_state  # noqa: E402  (the loader lib uses)
 from scratch.mlm import heldout_chapters  # noqa: E402
 from scratch.training import lr_factor  # noqa: E402
 from scratch.tasks import email_text, is_held_out  # noqa: E402
@@ -136,10 +136,7 @@ def main() -> None:
     model = minilm_with_lora(BertForNextSentencePrediction, args.rank, args.alpha, NSP_HEADS)
     previous = None
     if args.init_from:
-        weights = load_file(str(args.init_from / "model.safetensors"))
-        expected = {name for name, p in model.named_parameters() if p.requires_grad}
-        assert set(weights) == expected, "--init-from: the checkpoint's tensors do not match the model's trainable ones"
-        model.load_state_dict(weights, strict=False)
+        _load_trained(model, load_file(str(args.init_from / "model.safetensors")), str(args.init_from))
         previous = json.loads((args.init_from / "metrics.json").read_text())
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)

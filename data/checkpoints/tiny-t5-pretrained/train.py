@@ -402,14 +402,14 @@ def classify_accuracy(model, tokenizer, pairs) -> float:
 
 def transfer(args, tokenizer, pretrained: Path, work: Path) -> dict:
     """Fine-tune from the pre-trained and from random weights on `sizes` training e-mails, `transfer_repeats`
-    times: repeat r draws its own training e-mails, random start and batch order (seeds + r; r = 0 is the first
-    checkpoint's single run), so the spread between repeats shows how much one run can be trusted."""
+    times: repeat r draws its own training e-mails, batch order and random initial weights (seeds + r; r = 0 is the
+    first checkpoint's single run), so the spread between repeats shows how much one run can be trusted."""
     results_file = work / "transfer.json"
     results = json.loads(results_file.read_text()) if results_file.is_file() else {"runs": []}
     for r in results["runs"]:
         r.setdefault("repeat", 0)  # results written before repeats existed
     done = {(r["init"], r["size"], r["repeat"]) for r in results["runs"]}
-    _, eval_pairs = classify_sets(args.seed + 3)
+    first_train_pairs, eval_pairs = classify_sets(args.seed + 3)
     labels = [t for _, t in eval_pairs]
     results.update(
         {
@@ -421,7 +421,7 @@ def transfer(args, tokenizer, pretrained: Path, work: Path) -> dict:
             "lr": args.transfer_lr,
             "warmup": args.transfer_warmup,
             "heldout_emails": len(eval_pairs),
-            "available": len(classify_sets(args.seed + 3)[0]),
+            "available": len(first_train_pairs),
             "majority_baseline": round(max(labels.count(w) for w in set(labels)) / len(labels), 4),
         }
     )
