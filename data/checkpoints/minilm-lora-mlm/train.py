@@ -174,7 +174,7 @@ def main() -> None:
         from scratch.finetuning import _load_trained
 
         _load_trained(model, load_file(str(args.init_from / "model.safetensors")), str(args.init_from))
-        previous = json.loads((args.init_from / "metrics.json").read_text())["training"]
+        previous = json.loads((args.init_from / "metrics.json").read_text())
     head = [p for n, p in model.named_parameters() if p.requires_grad and n.startswith("cls.")]
     body = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("cls.")]
     optimizer = torch.optim.AdamW([{"params": body, "lr": args.lr, "peak": args.lr},
@@ -281,7 +281,8 @@ def main() -> None:
         metrics["training"]["moby_share"] = args.moby_share
     if previous is not None:   # keep the first stage's settings and progress
         metrics["training"]["init_from"] = str(args.init_from)
-        metrics["training"]["previous_stage"] = previous
+        metrics["training"]["previous_stage"] = previous["training"]
+        metrics["previous_stage_results"] = {"results": previous["results"], "examples": previous["examples"]}
     save(model, args, args.out / "model.safetensors")
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     print(f"wrote {args.out} after {time.time() - start:.0f} s", flush=True)

@@ -271,6 +271,8 @@ def main() -> None:
     if previous:  # a second stage: keep the first stage's settings and progress
         metrics["training"]["init_from"] = str(args.init_from)
         metrics["training"]["previous_stage"] = previous["training"]
+        metrics["previous_stage_results"] = {k: previous[k] for k in ("test_accuracy", "email_test_accuracy",
+                                                                      "baseline_similarity_threshold", "lecture_pairs")}
     print(json.dumps({k: metrics.get(k) for k in ("test_accuracy", "email_test_accuracy", "story_test_accuracy",
                                                   "baseline_similarity_threshold", "lecture_pairs")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
