@@ -45,12 +45,12 @@ import scratch  # noqa: E402, F401  (before torch: it pins the rest of the numer
 # isort: split
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from transformers import AutoTokenizer, pipeline
 from transformers.utils import logging
 
 from scratch import assets
-from scratch.finetuning import trainable_state
+from scratch.finetuning import _load_trained, trainable_state  # (the loader lib uses)
 from scratch.mlm import (IGNORE_INDEX, context_free_baselines, fill_mask_accuracy, heldout_chapters, mask_tokens,
                          masked_word_eval_set, minilm_mlm_with_lora, token_windows, word_targets)
 
@@ -153,8 +153,6 @@ def main() -> None:
     model = minilm_mlm_with_lora(args.rank, args.alpha)
     stopped_at = None
     if args.evaluate is not None:        # a run stopped early (time-boxed): evaluate the weights it last saved
-        from safetensors.torch import load_file
-
         progress = json.loads((args.evaluate / "progress.json").read_text())
         history = progress["history"]
         stopped_at, planned = history[-1]["step"], int(progress["args"]["steps"])
@@ -169,10 +167,6 @@ def main() -> None:
         model.load_state_dict(load_file(args.evaluate / "model.safetensors"), strict=False)
     previous = None
     if args.init_from is not None:   # a second stage: start from an earlier run's adapters, biases and head
-        from safetensors.torch import load_file
-
-        from scratch.finetuning import _load_trained
-
         _load_trained(model, load_file(str(args.init_from / "model.safetensors")), str(args.init_from))
         previous = json.loads((args.init_from / "metrics.json").read_text())
     head = [p for n, p in model.named_parameters() if p.requires_grad and n.startswith("cls.")]

