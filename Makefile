@@ -108,7 +108,7 @@ outputs: setup
 
 # The student edition: every notebook with its exercise solutions replaced by stubs, outputs cleared.
 student: setup
-	$(BIN)/python tools/student_edition.py notebooks build/student/notebooks
+	$(BIN)/python tools/student_edition.py exercises build/student/exercises
 
 # The executed series as a static HTML book (table of contents, navigation), readable offline.
 book: setup

@@ -28,7 +28,7 @@ import pytest
 matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOK_DIR = ROOT / "exercises"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9]*.ipynb"))
 spec = importlib.util.spec_from_file_location("student_edition", ROOT / "tools" / "student_edition.py")
 student_edition = importlib.util.module_from_spec(spec)
@@ -63,19 +63,13 @@ def tags(cell):
 def exercise_section(path):
     """(setup cell, [(markdown, solution, check) per exercise]) of a notebook; fails with what is missing."""
     cells = nbformat.read(path, as_version=4).cells
-    start = [
-        i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("## Exercises")
-    ]
-    assert len(start) == 1, f"{path.name}: needs one markdown cell starting with '## Exercises' (found {len(start)})"
-    assert any("## Summary" in c.source for c in cells[: start[0]] if c.cell_type == "markdown"), (
-        f"{path.name}: the exercise section comes after the '## Summary' cell"
+    assert cells and cells[0].cell_type == "markdown" and cells[0].source.startswith("# Exercises"), (
+        f"{path.name}: starts with a markdown cell '# Exercises · lecture N: topic'"
     )
-    section = cells[start[0] + 1 :]
+    section = cells[1:]
     setups = [c for c in section if c.cell_type == "code" and "exercise-setup" in tags(c)]
     assert len(setups) == 1, f"{path.name}: needs exactly one code cell tagged 'exercise-setup' (found {len(setups)})"
-    assert section and section[0] is setups[0], (
-        f"{path.name}: the 'exercise-setup' cell comes right after '## Exercises'"
-    )
+    assert section and section[0] is setups[0], f"{path.name}: the 'exercise-setup' cell comes right after the title"
     exercises = []
     for i, cell in enumerate(section[1:], start=1):
         if cell.cell_type == "code":
