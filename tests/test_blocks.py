@@ -46,11 +46,6 @@ def test_layernorm_normalises_each_position():
 
 
 def test_layernorm_bad_input():
-    norm = LayerNorm(8)
-    with pytest.raises(ValueError, match="d_model=8"):
-        norm(torch.randn(2, 7))
-    with pytest.raises(TypeError, match="floating-point"):
-        norm(torch.ones(2, 8, dtype=torch.long))
     with pytest.raises(ValueError, match="eps"):
         LayerNorm(8, eps=0.0)
     with pytest.raises(ValueError, match="d_model"):
@@ -88,8 +83,6 @@ def test_feedforward_bad_input():
         FeedForward(8, 32, "swish")
     with pytest.raises(ValueError, match="dropout"):
         FeedForward(8, 32, dropout=1.0)
-    with pytest.raises(ValueError, match="d_model=8"):
-        FeedForward(8, 32)(torch.randn(2, 3, 9))
 
 
 # ---------------------------------------------------------------- blocks vs torch.nn.Transformer*Layer
@@ -149,7 +142,7 @@ def test_encoder_block_matches_torch(norm_first, activation, dtype):
         out = ours(x, mask=padding_mask(ids, 0))
         ref = theirs(x, src_key_padding_mask=ids == 0)
         torch.testing.assert_close(out, ref, **tolerance(dtype))
-        out, weights = ours(x, mask=causal_mask(7), need_weights=True)
+        out, weights = ours.forward_with_weights(x, mask=causal_mask(7))
         ref = theirs(x, src_mask=~causal_mask(7), is_causal=False)
         torch.testing.assert_close(out, ref, **tolerance(dtype))
     assert weights.shape == (3, H, 7, 7)
@@ -170,8 +163,8 @@ def test_decoder_block_matches_torch(norm_first, activation, dtype):
     x, memory = randn(3, 6, D_MODEL, seed=4, dtype=dtype), randn(3, 9, D_MODEL, seed=5, dtype=dtype)
     src = torch.tensor([[4] * 9, [4] * 6 + [0] * 3, [4] * 2 + [0] * 7])
     with torch.no_grad():
-        out, self_w, cross_w = ours(
-            x, memory, self_mask=causal_mask(6), memory_mask=padding_mask(src, 0), need_weights=True
+        out, self_w, cross_w = ours.forward_with_weights(
+            x, memory, self_mask=causal_mask(6), memory_mask=padding_mask(src, 0)
         )
         ref = theirs(x, memory, tgt_mask=~causal_mask(6), memory_key_padding_mask=src == 0)
         torch.testing.assert_close(out, ref, **tolerance(dtype))
@@ -214,10 +207,3 @@ def test_blocks_bad_input():
         EncoderBlock(32, 4, 64, activation="tanh")
     with pytest.raises(ValueError, match="dropout"):
         DecoderBlock(32, 4, 64, dropout=-0.1)
-    block = DecoderBlock(32, 4, 64)
-    with pytest.raises(ValueError, match=r"key must have shape \(..., d_model=32\)"):
-        block(torch.randn(2, 5, 32), torch.randn(2, 5, 16))
-    with pytest.raises(ValueError, match="same batch size"):
-        block(torch.randn(2, 5, 32), torch.randn(3, 4, 32))
-    with pytest.raises(ValueError, match="not broadcastable"):
-        EncoderBlock(32, 4, 64)(torch.randn(2, 5, 32), mask=causal_mask(6))

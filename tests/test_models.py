@@ -10,7 +10,7 @@ from torch import nn
 from scratch.attention import causal_mask
 from scratch.models import BERT, GPT, GPTConfig, Transformer
 from scratch.pretrained import from_hf_bert
-from scratch.sampling import generate
+from scratch.sampling import generate, greedy_decode
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -105,7 +105,8 @@ def test_transformer_matches_torch(norm_first, activation):
 def test_transformer_weights_and_tying():
     model = small_transformer()
     assert model.lm_head.weight is model.tgt_embed.weight
-    logits, weights = model(SRC, TGT, need_weights=True)
+    logits = model(SRC, TGT)
+    weights = model.attention_weights(SRC, TGT)
     assert sorted(weights) == ["cross", "decoder", "encoder"]
     assert all(len(w) == 2 for w in weights.values())
     assert weights["encoder"][0].shape == (3, 4, 5, 5)
@@ -139,7 +140,7 @@ def test_encode_decode_equals_forward():
 
 def test_greedy_decode_matches_step_by_step_argmax():
     model = small_transformer(seed=3)
-    out = model.greedy_decode(SRC, BOS, EOS, max_len=8)
+    out = greedy_decode(model, SRC, BOS, EOS, max_len=8)
     assert out.shape[0] == 3 and out.shape[1] <= 8
     for row in range(3):  # re-run each source alone, full forward each step
         ys = [BOS]
@@ -160,7 +161,7 @@ def test_greedy_decode_stops_at_eos_and_restores_mode():
     calls = []
     model.lm_head.register_forward_hook(lambda m, i, o: calls.append(1) or (o + push_eos if len(calls) > 1 else o))
     model.train()
-    out = model.greedy_decode(SRC, BOS, EOS, max_len=8)
+    out = greedy_decode(model, SRC, BOS, EOS, max_len=8)
     assert out.shape == (3, 2) and (out[:, 1] == EOS).all()  # one token, then EOS everywhere: stopped
     assert len(calls) == 2
     assert model.training  # the previous mode is restored
@@ -175,7 +176,8 @@ def test_gpt_from_hf_gpt2_same_logits(tiny_gpt2):
     x = torch.randint(100, (3, 17), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = hf(x).logits
-        logits, weights = model(x, need_weights=True)
+        logits = model(x)
+        weights = model.attention_weights(x)
         hf_weights = hf(x, output_attentions=True).attentions
     torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
     assert len(weights) == 2 and weights[0].shape == (3, 4, 17, 17)
@@ -224,9 +226,8 @@ def test_bert_from_hf_bert_matches_minilm(minilm):
     for inputs in (batch, pair):
         with torch.no_grad():
             expected = hf(**inputs, output_hidden_states=True, output_attentions=True)
-            states, weights = model.hidden_states(
-                inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"], need_weights=True
-            )
+            states = model.hidden_states(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"])
+            weights = model.attention_weights(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"])
             last = model(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"])
         torch.testing.assert_close(last, expected.last_hidden_state, atol=1e-4, rtol=1e-4)
         assert len(states) == 7 and len(weights) == 6
@@ -260,9 +261,9 @@ def test_bad_token_ids():
     with pytest.raises(ValueError, match="only of padding"):
         model(ids([3, 4], [0, 0]), ids([BOS], [BOS]))
     with pytest.raises(ValueError, match="max_len = 30 exceeds"):
-        model.greedy_decode(ids([3]), BOS, EOS, max_len=30)
+        greedy_decode(model, ids([3]), BOS, EOS, max_len=30)
     with pytest.raises(ValueError, match="eos_id = 11 is outside"):
-        model.greedy_decode(ids([3]), BOS, 11)
+        greedy_decode(model, ids([3]), BOS, 11)
     gpt = GPT(GPTConfig.gpt2(vocab_size=20, d_model=16, h=2, N=1, d_ff=32, max_len=8))
     with pytest.raises(ValueError, match="outside the vocabulary 0..19"):
         gpt(torch.tensor([[1, 20]]))

@@ -5,11 +5,12 @@
     padding_mask                   (batch, 1, 1, m) boolean from token ids: no query attends to padding
     MultiHeadAttention             h heads in one batched computation: W^Q, W^K, W^V, split, attend, concat, W^O;
                                    with n_kv_heads < h key/value heads shared by groups of query heads (GQA)
+    KVCache                        the keys and values a self-attention layer has computed so far (lecture 10)
 
 Masks follow torch's boolean `attn_mask` convention: True = this query MAY attend to this key.
 Notation: n queries, m keys, d_k the query/key size, d_v the value size, d_model the model width, h heads.
 MultiHeadAttention also takes what later lectures add to it, each in one line of forward: a RotaryEmbedding that
-turns q and k by their positions (lecture 8) and a KV cache of past keys and values (scratch.sampling, lecture 10).
+turns q and k by their positions (lecture 8) and a KVCache of past keys and values (lecture 10).
 """
 
 from __future__ import annotations
@@ -36,34 +37,8 @@ def scaled_dot_product_attention(
     ones applied, so their rows no longer sum to exactly 1).
     Returns output (..., n, d_v) and weights (..., n, m), each row of weights summing to 1.
     """
-    if not (isinstance(q, torch.Tensor) and q.is_floating_point()):
-        raise TypeError(
-            f"q must be a floating-point tensor (softmax needs real numbers), got "
-            f"{getattr(q, 'dtype', type(q).__name__)}"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"d_k of q ({q.shape[-1]}) and k ({k.shape[-1]}) differ: q (..., n, d_k) and "
-            f"k (..., m, d_k) need the same last dim for the dot products q·k"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values: k (..., m, d_k) and "
-            f"v (..., m, d_v) need the same length m (one value per key)"
-        )
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., n, m); the scale keeps var ≈ 1
     if mask is not None:
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise TypeError(f"mask must be a boolean tensor (True = may attend), got {getattr(mask, 'dtype', mask)}")
-        try:
-            fits = torch.broadcast_shapes(mask.shape, scores.shape) == scores.shape
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise ValueError(
-                f"mask of shape {tuple(mask.shape)} is not broadcastable to the attention scores "
-                f"(..., n, m) = {tuple(scores.shape)}"
-            )
         scores = scores.masked_fill(~mask, float("-inf"))  # e^-inf = 0: masked keys get zero weight
     weights = torch.softmax(scores, dim=-1)  # (..., n, m), rows sum to 1
     if dropout_p > 0.0:
@@ -118,7 +93,8 @@ class MultiHeadAttention(nn.Module):
         rotary: RotaryEmbedding | None = None,
     ):
         super().__init__()
-        h, d_model = validate.integer(h, "h"), validate.integer(d_model, "d_model")
+        h = validate.integer(h, "h")
+        d_model = validate.integer(d_model, "d_model")
         if d_model % h:
             raise ValueError(
                 f"d_model ({d_model}) must be divisible by the number of heads h ({h}): "
@@ -132,7 +108,10 @@ class MultiHeadAttention(nn.Module):
             )
         if rotary is not None and rotary.d_head != d_model // h:
             raise ValueError(f"rotary must have d_head = d_k = {d_model // h}, got d_head = {rotary.d_head}")
-        self.d_model, self.h, self.d_k, self.n_kv_heads = d_model, h, d_model // h, n_kv_heads
+        self.d_model = d_model
+        self.h = h
+        self.d_k = d_model // h
+        self.n_kv_heads = n_kv_heads
         self.dropout = validate.dropout(dropout)
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)  # d_model unless grouped-query
@@ -146,30 +125,34 @@ class MultiHeadAttention(nn.Module):
         key: torch.Tensor | None = None,
         value: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
-        need_weights: bool = False,
         positions=None,
-        kv_cache=None,
-    ):
+        kv_cache: KVCache | None = None,
+    ) -> torch.Tensor:
+        """The output (batch, n, d_model); forward_with_weights takes the same arguments and adds the weights."""
+        return self.forward_with_weights(query, key, value, mask, positions, kv_cache)[0]
+
+    def forward_with_weights(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        positions=None,
+        kv_cache: KVCache | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Self-attention when key and value are None; cross-attention otherwise (n queries, m keys).
 
         query: (batch, n, d_model); key, value: (batch, m, d_model) (value defaults to key).
         mask: boolean, True = may attend; (n, m), (batch, n, m) or broadcastable to (batch, h, n, m)
         (e.g. padding_mask's (batch, 1, 1, m)).
         positions (rotary only): the positions of the n tokens, None (0..n-1), an int offset or an integer tensor.
-        kv_cache (self-attention only; a scratch.sampling.KVCache): the n queries attend to the cache's `past`
-        positions and to themselves, m = past + n keys (the mask then is (n, past + n), e.g. causal_mask(n,
-        past=past)); the n new keys and values are appended to the cache.
-        Returns output (batch, n, d_model), and weights (batch, h, n, m) too when need_weights.
+        kv_cache (self-attention only): the n queries attend to the cache's `past` positions and to themselves,
+        m = past + n keys (the mask then is (n, past + n), e.g. causal_mask(n, past=past)); the n new keys and
+        values are appended to the cache.
+        Returns output (batch, n, d_model) and weights (batch, h, n, m).
         """
         key = query if key is None else key
         value = key if value is None else value
-        others = [(name, t) for name, t in (("key", key), ("value", value)) if t is not query]  # self-attention: none
-        for name, t in [("query", query), *others]:
-            if validate.features(t, self.d_model, name).dim() != 3 or t.shape[0] != query.shape[0]:
-                raise ValueError(
-                    f"{name} must have shape (batch, length, d_model={self.d_model}) with the same "
-                    f"batch size as query {tuple(query.shape)}, got {tuple(t.shape)}"
-                )
         if (self.rotary is not None or kv_cache is not None) and key is not query:
             raise ValueError("rotary embeddings and a KV cache are for self-attention: call with key=None")
         if positions is not None and self.rotary is None:
@@ -195,8 +178,44 @@ class MultiHeadAttention(nn.Module):
         out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=self.dropout if self.training else 0.0)
         # concatenate the heads back: (batch, h, n, d_v) -> (batch, n, h · d_v = d_model), then W^O
         out = self.w_o(out.transpose(1, 2).reshape(batch, n, self.d_model))  # (batch, n, d_model)
-        return (out, weights) if need_weights else out
+        return out, weights
 
     def extra_repr(self) -> str:
         gqa = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.h else ""
         return f"d_model={self.d_model}, h={self.h}, d_k={self.d_k}{gqa}, dropout={self.dropout}"
+
+
+class KVCache:
+    """The keys and values one self-attention layer has computed so far: k (batch, n_kv_heads, M, d_k), v (batch,
+    n_kv_heads, M, d_v), M = the number of positions seen.
+
+    A decoder generates one token at a time, and in a causal model the keys and values of past positions never
+    change (a position only attends to earlier ones). So instead of recomputing them at every step, each layer
+    keeps them here and computes only the new token's: `append` concatenates along M and returns everything
+    for the attention. The keys are stored after RoPE (each is rotated once, by its own position) and, with
+    grouped-query attention, only the n_kv_heads heads: the cache is h / n_kv_heads times smaller than with
+    ordinary multi-head attention. Beam search reorders the rows when it reorders its beams: `reorder(index)`.
+    """
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        """M: the number of cached positions (0 when empty)."""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the keys and values of n new positions, (batch, n_kv_heads, n, d); return all M + n of them."""
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep the rows `index` (batch',) of the batch, in that order (beam search picks its beams' parents)."""
+        if self.k is not None:
+            self.k = self.k.index_select(0, index)
+            self.v = self.v.index_select(0, index)
+
+    def __repr__(self) -> str:
+        return f"KVCache(positions={len(self)}, k shape={None if self.k is None else tuple(self.k.shape)})"

@@ -56,12 +56,12 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        self.d_model, self.eps = _check_norm_args(d_model, eps), eps
+        self.d_model = _check_norm_args(d_model, eps)
+        self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))  # gamma: starts as "keep the normalised value"
         self.bias = nn.Parameter(torch.zeros(d_model))  # beta
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        validate.features(x, self.d_model)
         var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)  # each (..., 1)
         return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
 
@@ -80,11 +80,11 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        self.d_model, self.eps = _check_norm_args(d_model, eps), eps
+        self.d_model = _check_norm_args(d_model, eps)
+        self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))  # gamma
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        validate.features(x, self.d_model)
         x32 = x.to(torch.promote_types(x.dtype, torch.float32))  # float16/bfloat16 -> float32
         mean_square = x32.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
         return self.weight * (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype)
@@ -105,7 +105,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        self.d_model, self.d_ff = validate.integer(d_model, "d_model"), validate.integer(d_ff, "d_ff")
+        self.d_model = validate.integer(d_model, "d_model")
+        self.d_ff = validate.integer(d_ff, "d_ff")
         self.activation_name = validate.choice(activation, "activation", ACTIVATIONS)
         self.activation = ACTIVATIONS[activation]
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1: (d_model -> d_ff), expand
@@ -114,7 +115,6 @@ class FeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (..., d_model) -> (..., d_model)."""
-        validate.features(x, self.d_model)
         return self.linear2(self.dropout(self.activation(self.linear1(x))))  # hidden: (..., d_ff)
 
     def extra_repr(self) -> str:
@@ -133,7 +133,8 @@ class SwiGLUFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0):
         super().__init__()
-        self.d_model, self.d_ff = validate.integer(d_model, "d_model"), validate.integer(d_ff, "d_ff")
+        self.d_model = validate.integer(d_model, "d_model")
+        self.d_ff = validate.integer(d_ff, "d_ff")
         self.gate = nn.Linear(d_model, d_ff, bias=bias)  # (d_model -> d_ff), through SiLU: how much passes
         self.up = nn.Linear(d_model, d_ff, bias=bias)  # (d_model -> d_ff), what passes
         self.dropout = nn.Dropout(validate.dropout(dropout))
@@ -141,7 +142,6 @@ class SwiGLUFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (..., d_model) -> (..., d_model)."""
-        validate.features(x, self.d_model)
         hidden = F.silu(self.gate(x)) * self.up(x)  # (..., d_ff)
         return self.down(self.dropout(hidden))
 
@@ -191,36 +191,34 @@ class EncoderBlock(nn.Module):
         self.self_attn = MultiHeadAttention(d_model, h, bias, dropout, n_kv_heads, rotary)
         self.ffn = make_ffn(ffn, d_model, d_ff, activation, dropout, bias)
         norm_class = NORMS[validate.choice(norm, "norm", NORMS)]
-        self.norm1, self.norm2 = norm_class(d_model, eps), norm_class(d_model, eps)
-        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+        self.norm1 = norm_class(d_model, eps)
+        self.norm2 = norm_class(d_model, eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        need_weights: bool = False,
-        positions=None,
-        kv_cache=None,
-    ):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, positions=None, kv_cache=None) -> torch.Tensor:
+        """x (batch, n, d_model) -> (batch, n, d_model); forward_with_weights adds the attention weights."""
+        return self.forward_with_weights(x, mask, positions, kv_cache)[0]
+
+    def forward_with_weights(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, positions=None, kv_cache=None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """x: (batch, n, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, n, n)
         (causal_mask(n) for GPT, padding_mask(ids, pad_id) for BERT).
         positions: the tokens' positions for a rotary attention (None = 0..n-1, or an int offset).
-        kv_cache: a scratch.sampling.KVCache for the self-attention (generation, lecture 10): x holds only the
+        kv_cache: a scratch.attention.KVCache for the self-attention (generation, lecture 10): x holds only the
         n new positions, the keys are past + n and mask is (n, past + n); the cache grows by n.
-        Returns x (batch, n, d_model), and the attention weights (batch, h, n, m) too when need_weights
-        (m = n, or past + n with a cache).
+        Returns x (batch, n, d_model) and the attention weights (batch, h, n, m) (m = n, or past + n with a cache).
         """
         if self.norm_first:  # pre-LN: x = x + f(norm(x))
-            attn, weights = self.self_attn(
-                self.norm1(x), mask=mask, need_weights=True, positions=positions, kv_cache=kv_cache
-            )
+            attn, weights = self.self_attn.forward_with_weights(self.norm1(x), None, None, mask, positions, kv_cache)
             x = x + self.dropout1(attn)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:  # post-LN: x = norm(x + f(x))
-            attn, weights = self.self_attn(x, mask=mask, need_weights=True, positions=positions, kv_cache=kv_cache)
+            attn, weights = self.self_attn.forward_with_weights(x, None, None, mask, positions, kv_cache)
             x = self.norm1(x + self.dropout1(attn))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
-        return (x, weights) if need_weights else x
+        return x, weights
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"
@@ -241,8 +239,12 @@ class DecoderBlock(nn.Module):
         self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
         self.cross_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
         self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias)
-        self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, eps) for _ in range(3))
-        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
+        self.norm1 = LayerNorm(d_model, eps)
+        self.norm2 = LayerNorm(d_model, eps)
+        self.norm3 = LayerNorm(d_model, eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
 
     def forward(
         self,
@@ -250,27 +252,35 @@ class DecoderBlock(nn.Module):
         memory: torch.Tensor,
         self_mask: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
-        need_weights: bool = False,
-    ):
+    ) -> torch.Tensor:
+        """x (batch, n, d_model) -> (batch, n, d_model); forward_with_weights adds both attentions' weights."""
+        return self.forward_with_weights(x, memory, self_mask, memory_mask)[0]
+
+    def forward_with_weights(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x: (batch, n, d_model) the target side; memory: (batch, m, d_model) the encoder's output.
         self_mask: broadcastable to (batch, h, n, n), usually causal_mask(n) (and target padding);
         memory_mask: broadcastable to (batch, h, n, m), usually padding_mask(src, pad_id).
-        Returns x (batch, n, d_model), plus self_weights (batch, h, n, n) and cross_weights
-        (batch, h, n, m) when need_weights.
+        Returns x (batch, n, d_model), self_weights (batch, h, n, n) and cross_weights (batch, h, n, m).
         """
         if self.norm_first:
-            attn, self_weights = self.self_attn(self.norm1(x), mask=self_mask, need_weights=True)
+            attn, self_weights = self.self_attn.forward_with_weights(self.norm1(x), mask=self_mask)
             x = x + self.dropout1(attn)
-            attn, cross_weights = self.cross_attn(self.norm2(x), memory, mask=memory_mask, need_weights=True)
+            attn, cross_weights = self.cross_attn.forward_with_weights(self.norm2(x), memory, mask=memory_mask)
             x = x + self.dropout2(attn)
             x = x + self.dropout3(self.ffn(self.norm3(x)))
         else:
-            attn, self_weights = self.self_attn(x, mask=self_mask, need_weights=True)
+            attn, self_weights = self.self_attn.forward_with_weights(x, mask=self_mask)
             x = self.norm1(x + self.dropout1(attn))
-            attn, cross_weights = self.cross_attn(x, memory, mask=memory_mask, need_weights=True)
+            attn, cross_weights = self.cross_attn.forward_with_weights(x, memory, mask=memory_mask)
             x = self.norm2(x + self.dropout2(attn))
             x = self.norm3(x + self.dropout3(self.ffn(x)))
-        return (x, self_weights, cross_weights) if need_weights else x
+        return x, self_weights, cross_weights
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

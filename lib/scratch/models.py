@@ -9,7 +9,9 @@
     BERT          word + position + token-type embeddings -> LayerNorm -> N post-LN blocks, no mask but
                   padding (lecture 7).
 
-Pretrained weights (GPT-2, SmolLM2, MiniLM) are loaded by scratch.pretrained; generation is scratch.sampling.
+Every model's forward returns one tensor (logits, or BERT's hidden states); attention_weights(...) returns the
+attention weights of the same call. Pretrained weights (GPT-2, SmolLM2, MiniLM) are loaded by scratch.pretrained;
+generation is scratch.sampling.
 The output layer is the "de-embedding": logits = x E^T, one score per vocabulary entry from the dot product
 of the final hidden state x (d_model) with each token's embedding row (weight tying).
 Shapes: batch, S source positions, T target positions, d_model, h heads, d_ff, N layers, V vocabulary.
@@ -24,10 +26,9 @@ import torch
 from torch import nn
 
 from scratch import validate
-from scratch.attention import causal_mask, padding_mask
+from scratch.attention import KVCache, causal_mask, padding_mask
 from scratch.blocks import NORMS, DecoderBlock, EncoderBlock, LayerNorm
 from scratch.embeddings import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
-from scratch.training import eval_mode
 
 # ---------------------------------------------------------------- the encoder-decoder transformer
 
@@ -67,7 +68,8 @@ class Transformer(nn.Module):
         super().__init__()
         self.src_vocab_size = validate.integer(src_vocab_size, "src_vocab_size")
         self.tgt_vocab_size = validate.integer(tgt_vocab_size, "tgt_vocab_size")
-        self.d_model, self.max_len = validate.integer(d_model, "d_model"), validate.integer(max_len, "max_len")
+        self.d_model = validate.integer(d_model, "d_model")
+        self.max_len = validate.integer(max_len, "max_len")
         self.pad_id = validate.token_id(pad_id, min(src_vocab_size, tgt_vocab_size), "pad_id")
         validate.integer(N, "N")
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
@@ -91,25 +93,38 @@ class Transformer(nn.Module):
     def _embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
         return self.pos(embedding(ids) * math.sqrt(self.d_model))  # (batch, L, d_model)
 
-    def encode(self, src: torch.Tensor, need_weights: bool = False):
-        """src: (batch, S) ids -> memory (batch, S, d_model); with need_weights also a list of the N
-        encoder self-attention weights, each (batch, h, S, S)."""
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        """src: (batch, S) ids -> memory (batch, S, d_model)."""
+        return self._encode(src)[0]
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        """tgt: (batch, T) ids, memory: (batch, S, d_model) from encode(src), src: (batch, S) (for its padding)
+        -> logits (batch, T, V_tgt): position t predicts token t + 1."""
+        return self._decode(tgt, memory, src)[0]
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        """src: (batch, S), tgt: (batch, T) -> logits (batch, T, V_tgt)."""
+        return self.decode(tgt, self.encode(src), src)
+
+    def attention_weights(self, src: torch.Tensor, tgt: torch.Tensor) -> dict[str, list[torch.Tensor]]:
+        """The attention weights of forward(src, tgt): a dict of lists (one tensor per layer), "encoder"
+        (batch, h, S, S), "decoder" (batch, h, T, T) and "cross" (batch, h, T, S), where
+        weights["cross"][layer][b, head, t, s] is how much target position t looks at source position s."""
+        memory, encoder_weights = self._encode(src)
+        _, self_weights, cross_weights = self._decode(tgt, memory, src)
+        return {"encoder": encoder_weights, "decoder": self_weights, "cross": cross_weights}
+
+    def _encode(self, src: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         validate.token_ids(src, self.src_vocab_size, self.max_len, "src")
         mask = padding_mask(src, self.pad_id)  # (batch, 1, 1, S)
         x = self._embed(src, self.src_embed)
         weights = []
         for block in self.encoder:
-            x, w = block(x, mask, need_weights=True)
+            x, w = block.forward_with_weights(x, mask)
             weights.append(w)
-        x = self.encoder_norm(x)
-        return (x, weights) if need_weights else x
+        return self.encoder_norm(x), weights
 
-    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor, need_weights: bool = False):
-        """tgt: (batch, T) ids, memory: (batch, S, d_model) from encode(src), src: (batch, S) (for its padding).
-
-        Returns logits (batch, T, V_tgt): position t predicts token t + 1. With need_weights also two lists
-        of N weights each: decoder self-attention (batch, h, T, T) and cross-attention (batch, h, T, S).
-        """
+    def _decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor):
         validate.token_ids(tgt, self.tgt_vocab_size, self.max_len, "tgt")
         _same_batch(tgt=tgt, memory=memory, src=src)
         memory_mask = padding_mask(src, self.pad_id)  # (batch, 1, 1, S)
@@ -118,53 +133,11 @@ class Transformer(nn.Module):
         x = self._embed(tgt, self.tgt_embed)
         self_weights, cross_weights = [], []
         for block in self.decoder:
-            x, w_self, w_cross = block(x, memory, self_mask, memory_mask, need_weights=True)
+            x, w_self, w_cross = block.forward_with_weights(x, memory, self_mask, memory_mask)
             self_weights.append(w_self)
             cross_weights.append(w_cross)
         logits = self.lm_head(self.decoder_norm(x))  # (batch, T, V): x E^T
-        return (logits, self_weights, cross_weights) if need_weights else logits
-
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False):
-        """src: (batch, S), tgt: (batch, T) -> logits (batch, T, V_tgt).
-
-        With need_weights, returns (logits, weights), weights a dict of lists (one tensor per layer):
-        "encoder" (batch, h, S, S), "decoder" (batch, h, T, T) and "cross" (batch, h, T, S), where
-        weights["cross"][layer][b, head, t, s] is how much target position t looks at source position s.
-        """
-        memory, encoder_weights = self.encode(src, need_weights=True)  # decode checks tgt
-        if not need_weights:
-            return self.decode(tgt, memory, src)
-        logits, self_weights, cross_weights = self.decode(tgt, memory, src, need_weights=True)
-        return logits, {"encoder": encoder_weights, "decoder": self_weights, "cross": cross_weights}
-
-    def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int | None = None) -> torch.Tensor:
-        """Translate src (batch, S) one token at a time, always taking the most probable next token.
-
-        Encodes the source once, starts every target from BOS, and stops when every sequence has emitted EOS or
-        after max_len tokens (default: the model's max_len). Returns (batch, L) ids with L <= max_len: the
-        generated tokens without BOS, each row ending at its EOS and padded with pad_id after it. The loop is
-        scratch.sampling.generate's, with decode(tgt, memory, src) as the model; it runs in eval mode without
-        gradients and restores the previous mode.
-        """
-        from scratch.sampling import generate  # lecture 10's loop (imported here: sampling imports this module)
-
-        bos_id = validate.token_id(bos_id, self.tgt_vocab_size, "bos_id")
-        eos_id = validate.token_id(eos_id, self.tgt_vocab_size, "eos_id")
-        max_len = self.max_len if max_len is None else validate.integer(max_len, "max_len")
-        if max_len > self.max_len:
-            raise ValueError(f"max_len = {max_len} exceeds the model's max_len = {self.max_len} positions")
-        with eval_mode(self):
-            memory = self.encode(src)  # (batch, S, d_model), computed once
-            start = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)  # (batch, 1): BOS
-            ys = generate(
-                lambda tgt: self.decode(tgt, memory, src),
-                start,
-                max_len,
-                eos_id=eos_id,
-                pad_id=self.pad_id,
-                use_cache=False,
-            )
-        return ys[:, 1:]
+        return logits, self_weights, cross_weights
 
 
 def _same_batch(**tensors: torch.Tensor) -> None:
@@ -249,21 +222,24 @@ class GPT(nn.Module):
 
         model = GPT(GPTConfig.gpt2(vocab_size=65, max_len=64, d_model=128, h=4, N=2, d_ff=512))
 
-    forward(ids, kv_cache=...) feeds only new tokens and attends to the keys and values of the past kept in a
-    cache (scratch.sampling.KVCache, lecture 10).
+    forward(ids, kv_cache=model.new_kv_cache()) feeds only new tokens and attends to the keys and values of the
+    past kept in a cache (one scratch.attention.KVCache per block, lecture 10).
     """
 
     def __init__(self, config: GPTConfig):
         super().__init__()
         if not isinstance(config, GPTConfig):
             raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
-        self.config, c = config, config
-        self.vocab_size, self.max_len = c.vocab_size, c.max_len
+        self.config = c = config
+        self.vocab_size = c.vocab_size
+        self.max_len = c.max_len
         self.tok_embed = nn.Embedding(c.vocab_size, c.d_model)
+        rotary = None
+        self.pos_embed = None
         if c.positional == "learned":
-            self.pos_embed, rotary = LearnedPositionalEmbedding(c.max_len, c.d_model), None
+            self.pos_embed = LearnedPositionalEmbedding(c.max_len, c.d_model)
         else:  # one cos/sin table shared by all layers
-            self.pos_embed, rotary = None, RotaryEmbedding(c.d_model // c.h, c.max_len, c.rope_base)
+            rotary = RotaryEmbedding(c.d_model // c.h, c.max_len, c.rope_base)
         self.dropout = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(
@@ -294,27 +270,36 @@ class GPT(nn.Module):
         if c.tie_embeddings:
             self.lm_head.weight = self.tok_embed.weight
 
+    def new_kv_cache(self) -> list[KVCache]:
+        """An empty cache for forward's kv_cache: one KVCache per block."""
+        return [KVCache() for _ in self.blocks]
+
     def forward(
-        self, ids: torch.Tensor, need_weights: bool = False, kv_cache: list | None = None, last_only: bool = False
-    ):
+        self, ids: torch.Tensor, kv_cache: list[KVCache] | None = None, last_only: bool = False
+    ) -> torch.Tensor:
         """ids: (batch, T) -> logits (batch, T, V); position t scores the token at t + 1.
-        With need_weights also a list of N attention weights, each (batch, h, T, T).
         last_only: logits (batch, 1, V) of the last position only, all generation needs (the output layer
         is the model's largest matrix: no need to apply it T times).
 
-        kv_cache (scratch.sampling.new_kv_cache(model): one KVCache per block): ids are the T tokens that follow
-        the `past` positions already in the cache, at positions past..past+T-1 (the learned position embedding
-        starts at offset past, rotary turns by these positions); they attend to the cached keys and values and
-        to themselves, and every layer appends theirs to its cache. The logits equal those of the full
-        sequence's last T positions; the attention weights are (batch, h, T, past + T).
+        kv_cache (new_kv_cache(): one KVCache per block): ids are the T tokens that follow the `past` positions
+        already in the cache, at positions past..past+T-1 (the learned position embedding starts at offset past,
+        rotary turns by these positions); they attend to the cached keys and values and to themselves, and every
+        layer appends theirs to its cache. The logits equal those of the full sequence's last T positions.
         """
+        return self._forward(ids, kv_cache, last_only)[0]
+
+    def attention_weights(self, ids: torch.Tensor, kv_cache: list[KVCache] | None = None) -> list[torch.Tensor]:
+        """The N attention weights of forward(ids, kv_cache), each (batch, h, T, past + T)."""
+        return self._forward(ids, kv_cache)[1]
+
+    def _forward(self, ids: torch.Tensor, kv_cache: list[KVCache] | None = None, last_only: bool = False):
         validate.token_ids(ids, self.vocab_size, self.max_len)
         if kv_cache is not None and len(kv_cache) != len(self.blocks):
             raise TypeError(
-                f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block), as "
-                f"scratch.sampling.new_kv_cache(model) makes"
+                f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block), as model.new_kv_cache() makes"
             )
-        past, t = (0 if kv_cache is None else len(kv_cache[0])), ids.shape[1]
+        past = 0 if kv_cache is None else len(kv_cache[0])
+        t = ids.shape[1]
         if past + t > self.max_len:
             raise ValueError(
                 f"too long: {past} cached positions + {t} new tokens exceed the model's "
@@ -328,12 +313,11 @@ class GPT(nn.Module):
         x = self.dropout(x)
         weights = []
         for block, layer_cache in zip(self.blocks, kv_cache or [None] * len(self.blocks)):
-            x, w = block(x, mask, need_weights=True, kv_cache=layer_cache)
+            x, w = block.forward_with_weights(x, mask, kv_cache=layer_cache)
             weights.append(w)
         if last_only:
             x = x[:, -1:]  # (batch, 1, d_model)
-        logits = self.lm_head(self.norm(x))  # (batch, T, V): x E^T
-        return (logits, weights) if need_weights else logits
+        return self.lm_head(self.norm(x)), weights  # logits (batch, T, V): x E^T
 
 
 # ---------------------------------------------------------------- BERT
@@ -362,7 +346,8 @@ class BERT(nn.Module):
         pad_id: int = 0,
     ):
         super().__init__()
-        self.vocab_size, self.max_len = validate.integer(vocab_size, "vocab_size"), validate.integer(max_len, "max_len")
+        self.vocab_size = validate.integer(vocab_size, "vocab_size")
+        self.max_len = validate.integer(max_len, "max_len")
         self.type_vocab_size = validate.integer(type_vocab_size, "type_vocab_size")
         self.pad_id = validate.token_id(pad_id, vocab_size, "pad_id")
         self.tok_embed = nn.Embedding(vocab_size, d_model)
@@ -385,10 +370,24 @@ class BERT(nn.Module):
         ids: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
-        need_weights: bool = False,
-    ):
+    ) -> list[torch.Tensor]:
         """Every layer's output: a list of N + 1 tensors (batch, T, d_model), the embeddings first
-        (as Hugging Face's output_hidden_states). With need_weights also the N attention weights."""
+        (as Hugging Face's output_hidden_states)."""
+        return self._forward(ids, token_type_ids, attention_mask)[0]
+
+    def attention_weights(self, ids: torch.Tensor, token_type_ids=None, attention_mask=None) -> list[torch.Tensor]:
+        """The N attention weights of forward(ids, ...), each (batch, h, T, T)."""
+        return self._forward(ids, token_type_ids, attention_mask)[1]
+
+    def forward(self, ids: torch.Tensor, token_type_ids=None, attention_mask=None) -> torch.Tensor:
+        """ids: (batch, T) -> hidden states (batch, T, d_model) of the last layer.
+
+        token_type_ids: (batch, T), 0 for sentence A and 1 for sentence B (default all 0).
+        attention_mask: (batch, T), 1 = real token, 0 = padding (default: ids != pad_id).
+        """
+        return self.hidden_states(ids, token_type_ids, attention_mask)[-1]
+
+    def _forward(self, ids, token_type_ids, attention_mask) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         validate.token_ids(ids, self.vocab_size, self.max_len)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(ids)  # everything is sentence A
@@ -407,19 +406,10 @@ class BERT(nn.Module):
             )
         x = self.tok_embed(ids) + self.type_embed(token_type_ids)
         x = self.dropout(self.norm(self.pos_embed(x)))  # (batch, T, d_model)
-        states, weights = [x], []
+        states = [x]
+        weights = []
         for block in self.blocks:
-            x, w = block(x, mask, need_weights=True)
+            x, w = block.forward_with_weights(x, mask)
             states.append(x)
             weights.append(w)
-        return (states, weights) if need_weights else states
-
-    def forward(self, ids: torch.Tensor, token_type_ids=None, attention_mask=None, need_weights: bool = False):
-        """ids: (batch, T) -> hidden states (batch, T, d_model) of the last layer.
-
-        token_type_ids: (batch, T), 0 for sentence A and 1 for sentence B (default all 0).
-        attention_mask: (batch, T), 1 = real token, 0 = padding (default: ids != pad_id).
-        With need_weights also a list of N attention weights, each (batch, h, T, T).
-        """
-        states, weights = self.hidden_states(ids, token_type_ids, attention_mask, need_weights=True)
-        return (states[-1], weights) if need_weights else states[-1]
+        return states, weights

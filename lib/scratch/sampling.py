@@ -12,12 +12,12 @@ distribution over the vocabulary of V tokens. A decoding policy picks the next t
     process_logits(z, temperature, top_k, top_p)    the three in transformers' order
 
     generate(model, input_ids, max_new_tokens, strategy="greedy" | "sample" | "beam", ...)
-    KVCache, new_kv_cache(model)    the keys and values of past positions, so each step computes only the new token
+    greedy_decode(model, src, bos_id, eos_id)    an encoder-decoder's greedy output: the source encoded once
 
 Every transform maps logits (..., V) to logits (..., V), filtered entries set to -inf (probability 0), so they
 compose: top_p_filter(top_k_filter(apply_temperature(z, 0.7), 50), 0.9). generate works with a scratch GPT (it
-returns a logits tensor; generation uses its KV cache), with a transformers causal LM (it returns an output
-with .logits; generation uses its past_key_values), and with any callable ids -> logits (use_cache=False).
+returns a logits tensor and makes its KV cache with new_kv_cache()), with a transformers causal LM (it returns an
+output with .logits; generation uses its past_key_values), and with any callable ids -> logits (use_cache=False).
 
 Measured properties of a text (a sequence of token ids or words): distinct_n (the share of distinct n-grams)
 and repetition (the share of n-grams that repeat an earlier one).
@@ -35,7 +35,6 @@ import torch
 from torch.nn import functional as F
 
 from scratch import validate
-from scratch.models import GPT
 from scratch.training import eval_mode
 
 STRATEGIES = ("greedy", "sample", "beam")
@@ -123,75 +122,30 @@ def process_logits(
     return logits
 
 
-# ---------------------------------------------------------------- the KV cache
-
-
-class KVCache:
-    """The keys and values one self-attention layer has computed so far: k (batch, n_kv_heads, M, d_k), v (batch,
-    n_kv_heads, M, d_v), M = the number of positions seen.
-
-    A decoder generates one token at a time, and in a causal model the keys and values of past positions never
-    change (a position only attends to earlier ones). So instead of recomputing them at every step, each layer
-    keeps them here and computes only the new token's: `append` concatenates along M and returns everything
-    for the attention. The keys are stored after RoPE (each is rotated once, by its own position) and, with
-    grouped-query attention, only the n_kv_heads heads: the cache is h / n_kv_heads times smaller than with
-    ordinary multi-head attention. Beam search reorders the rows when it reorders its beams: `reorder(index)`.
-    """
-
-    def __init__(self):
-        self.k: torch.Tensor | None = None
-        self.v: torch.Tensor | None = None
-
-    def __len__(self) -> int:
-        """M: the number of cached positions (0 when empty)."""
-        return 0 if self.k is None else self.k.shape[-2]
-
-    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the keys and values of n new positions, (batch, n_kv_heads, n, d); return all M + n of them."""
-        if self.k is not None and (k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]):
-            raise ValueError(
-                f"the cache holds keys of shape (batch, heads, M, d_k) = {tuple(self.k.shape)}; "
-                f"new keys {tuple(k.shape)} do not fit (same batch, heads and d_k needed)"
-            )
-        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)
-        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)
-        return self.k, self.v
-
-    def reorder(self, index: torch.Tensor) -> None:
-        """Keep the rows `index` (batch',) of the batch, in that order (beam search picks its beams' parents)."""
-        if self.k is not None:
-            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
-
-    def __repr__(self) -> str:
-        return f"KVCache(positions={len(self)}, k shape={None if self.k is None else tuple(self.k.shape)})"
-
-
-def new_kv_cache(model: GPT) -> list[KVCache]:
-    """An empty cache for GPT.forward's kv_cache: one KVCache per block."""
-    return [KVCache() for _ in model.blocks]
-
-
 # ---------------------------------------------------------------- the model, step by step
 
 
 class _Decoder:
     """The model behind one interface: the whole sequence so far (batch, L) -> logits of the next token (batch, V).
 
-    A scratch GPT returns a logits tensor and takes kv_cache=new_kv_cache(model); a transformers model returns an
-    output with .logits and takes past_key_values (its own cache object); any other callable ids -> logits
-    (a tensor or an output with .logits) is run on the whole sequence every step. With a cache, only the tokens
-    it has not seen go through the model. A scratch GPT sees at most its last max_len tokens: once the text is
-    longer the window slides, and as a cache cannot slide, the window is recomputed at every step from then on.
+    What the model can do decides how it is called: a model with new_kv_cache() (a scratch GPT) returns a logits
+    tensor and takes kv_cache=model.new_kv_cache(); a transformers model returns an output with .logits and takes
+    past_key_values (its own cache object); any other callable ids -> logits (a tensor or an output with .logits)
+    is run on the whole sequence every step. With a cache, only the tokens it has not seen go through the model.
+    A model with new_kv_cache sees at most its last max_len tokens: once the text is longer the window slides, and
+    as a cache cannot slide, the window is recomputed at every step from then on.
     """
 
     def __init__(self, model, use_cache: bool):
         transformers = sys.modules.get("transformers")  # no import: a model of it implies it is loaded
-        if isinstance(model, GPT):
-            self.kind, self.max_len = "scratch", model.max_len
+        self.max_len = None
+        if hasattr(model, "new_kv_cache"):
+            self.kind = "scratch"
+            self.max_len = model.max_len
         elif transformers is not None and isinstance(model, transformers.PreTrainedModel):
-            self.kind, self.max_len = "transformers", None
+            self.kind = "transformers"
         elif callable(model):
-            self.kind, self.max_len = "callable", None
+            self.kind = "callable"
             if use_cache:
                 raise ValueError(
                     f"{type(model).__name__} has no KV cache that generate knows; pass use_cache=False "
@@ -199,18 +153,23 @@ class _Decoder:
                 )
         else:
             raise TypeError(
-                f"model must be a scratch GPT, a transformers model or a callable ids -> logits, "
+                f"model must be a scratch GPT (a model with new_kv_cache), a transformers model or a callable "
+                f"ids -> logits, "
                 f"got {type(model).__name__}"
             )
-        self.model, self.use_cache, self.cache, self.seen = model, use_cache, None, 0
+        self.model = model
+        self.use_cache = use_cache
+        self.cache = None
+        self.seen = 0
 
     def next_logits(self, ids: torch.Tensor) -> torch.Tensor:
         if self.max_len is not None and ids.shape[1] > self.max_len:  # the window slides: recompute it
-            ids, self.use_cache = ids[:, -self.max_len :], False
+            ids = ids[:, -self.max_len :]
+            self.use_cache = False
         new = ids[:, self.seen :] if self.use_cache else ids
         if self.kind == "scratch":  # logits for the last position only
             if self.use_cache and self.cache is None:
-                self.cache = new_kv_cache(self.model)
+                self.cache = self.model.new_kv_cache()
             out = self.model(new, kv_cache=self.cache if self.use_cache else None, last_only=True)
         elif self.use_cache:
             out = self.model(input_ids=new, past_key_values=self.cache, use_cache=True)
@@ -332,6 +291,33 @@ def generate(
                 return logits.argmax(dim=-1)
 
         return _token_by_token(_Decoder(model, use_cache), input_ids, max_new_tokens, choose, eos_id, pad_id)
+
+
+def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int | None = None) -> torch.Tensor:
+    """Translate src (batch, S) with an encoder-decoder (a scratch Transformer: encode, decode), greedily.
+
+    Encodes the source once, starts every target from BOS, and stops when every sequence has emitted EOS or
+    after max_len tokens (default: the model's max_len). Returns (batch, L) ids with L <= max_len: the
+    generated tokens without BOS, each row ending at its EOS and padded with the model's pad_id after it.
+    It is generate with decode(tgt, memory, src) as the model; it runs in eval mode without gradients.
+    """
+    bos_id = validate.token_id(bos_id, model.tgt_vocab_size, "bos_id")
+    eos_id = validate.token_id(eos_id, model.tgt_vocab_size, "eos_id")
+    max_len = model.max_len if max_len is None else validate.integer(max_len, "max_len")
+    if max_len > model.max_len:
+        raise ValueError(f"max_len = {max_len} exceeds the model's max_len = {model.max_len} positions")
+    with eval_mode(model):
+        memory = model.encode(src)  # (batch, S, d_model), computed once
+        start = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)  # (batch, 1): BOS
+        ys = generate(
+            lambda tgt: model.decode(tgt, memory, src),
+            start,
+            max_len,
+            eos_id=eos_id,
+            pad_id=model.pad_id,
+            use_cache=False,
+        )
+    return ys[:, 1:]
 
 
 def _token_by_token(decoder: _Decoder, ids: torch.Tensor, max_new_tokens: int, choose, eos_id, pad_id):
