@@ -13,7 +13,7 @@ import argparse
 import os
 import time
 
-from scratch import assets
+from scratch import corpora
 from scratch.tokenization import GPT2_SPLIT_PATTERN, BPETokenizer
 
 TARGET_VS_NAIVE = 20.0  # naive / scratch at least this
@@ -62,7 +62,7 @@ def main():
     parser.add_argument("--skip-naive", action="store_true", help="do not run the naive trainer at all")
     args = parser.parse_args()
 
-    text = assets.moby_dick_text()
+    text = corpora.moby_dick_text()
     naive_text = text if args.naive_chars is None else text[: args.naive_chars]
     rust_threads = os.environ.get("RAYON_NUM_THREADS") or f"{os.cpu_count()} (RAYON_NUM_THREADS unset: one per CPU)"
     print(f"corpus: Moby-Dick, {len(text):,} characters, {len(text.encode('utf-8')):,} bytes")

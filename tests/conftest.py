@@ -121,6 +121,6 @@ def minilm():
 @pytest.fixture(scope="session")
 def tiny_t5():
     """The course's tiny T5 checkpoint (committed in data/checkpoints): (model, tokenizer)."""
-    from scratch.pretrained import load_tiny_t5
+    from scratch.checkpoints import load_tiny_t5
 
     return load_tiny_t5()

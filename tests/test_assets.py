@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scratch import assets
+from scratch import assets, corpora
+from scratch.rdata import read_r_serialized
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +25,7 @@ def test_readme_lists_every_asset_with_version_and_checksum():
     readme = (ROOT / "data" / "README.md").read_text()
     for pkg in [*assets.NPM_PACKAGES.values(), *assets.PIP_PACKAGES.values(), *assets.DEB_PACKAGES.values()]:
         assert pkg.name in readme and pkg.version in readme, pkg.spec
-        checksum = getattr(pkg, "sha256", None) or pkg.file_sha256
+        checksum = pkg.file_sha256 if pkg.kind == "pip" else pkg.sha256
         assert checksum in readme, f"data/README.md lacks the checksum of {pkg.spec}"
 
 
@@ -35,10 +36,10 @@ def test_assets_are_not_committed():
 
 @pytest.mark.assets
 def test_moby_dick_is_the_whole_novel():
-    chapters = assets.moby_dick_chapters()
+    chapters = corpora.moby_dick_chapters()
     assert len(chapters) == 135
     assert chapters[0]["text"].startswith("Call me Ishmael.")
-    assert len(assets.moby_dick_text()) > 1_000_000
+    assert len(corpora.moby_dick_text()) > 1_000_000
 
 
 @pytest.mark.assets
@@ -59,7 +60,7 @@ def test_smollm2_cache_loads_offline():
 
 def fake_package(tmp_path, monkeypatch, sha256="0" * 64):
     monkeypatch.setattr(assets, "ASSET_DIR", tmp_path)
-    return assets.NpmPackage("left-pad", "1.3.0", sha256, "WTFPL")
+    return assets.Package("npm", "left-pad", "1.3.0", sha256, "WTFPL")
 
 
 def test_missing_npm_names_the_fix(tmp_path, monkeypatch):
@@ -104,12 +105,12 @@ def test_unknown_asset_is_a_key_error():
 
 @pytest.mark.assets
 def test_spam_emails_are_labelled_bodies_without_headers():
-    emails = assets.spam_emails()
+    emails = corpora.spam_emails()
     assert len(emails) == 6046
     counts = {label: sum(e["label"] == label for e in emails) for label in (0, 1)}
     assert counts == {0: 2500 + 1400 + 250, 1: 500 + 1396}
-    assert {e["group"] for e in emails} == set(assets.SPAM_GROUPS)
-    assert all(e["label"] == assets.SPAM_GROUPS[e["group"]] for e in emails)
+    assert {e["group"] for e in emails} == set(corpora.SPAM_GROUPS)
+    assert all(e["label"] == corpora.SPAM_GROUPS[e["group"]] for e in emails)
     first = emails[0]
     assert first["group"] == "easy-ham-1" and first["subject"] == "Re: New Sequences Window"
     # headers are gone (the raw first e-mail starts "From exmh-workers-admin@redhat.com ... Return-Path: ...");
@@ -122,8 +123,8 @@ def test_spam_emails_are_labelled_bodies_without_headers():
 def test_austen_is_six_whole_novels():
     if not assets.apt_available():
         pytest.skip("Jane Austen's novels come from a Debian package: this system has no apt-get")
-    chapters = assets.austen_chapters()
-    per_book = {book: sum(c["book"] == book for c in chapters) for book in assets.AUSTEN_BOOKS}
+    chapters = corpora.austen_chapters()
+    per_book = {book: sum(c["book"] == book for c in chapters) for book in corpora.AUSTEN_BOOKS}
     assert per_book == {
         "sensesensibility": 50,
         "prideprejudice": 61,
@@ -141,7 +142,7 @@ def test_missing_apt_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(assets, "ASSET_DIR", tmp_path)
     monkeypatch.setattr(assets.shutil, "which", lambda name: None)
     with pytest.raises(assets.AssetError, match="no `apt-get`.*optional"):
-        assets.deb_package("austen")
+        assets.package_folder("austen")
 
 
 def _xdr(*parts) -> bytes:
@@ -181,9 +182,9 @@ def test_read_r_serialized_decodes_vectors_and_names():
         char("b"),
         254,
     )
-    assert assets.read_r_serialized(data) == {"a": ["x", None], "b": [1, 2]}
-    assert assets.read_r_serialized(_xdr(14, 1, struct.pack(">d", 0.5))) == [0.5]
+    assert read_r_serialized(data) == {"a": ["x", None], "b": [1, 2]}
+    assert read_r_serialized(_xdr(14, 1, struct.pack(">d", 0.5))) == [0.5]
     with pytest.raises(ValueError, match="not an R serialization"):
-        assets.read_r_serialized(b"RDX2\n")
+        read_r_serialized(b"RDX2\n")
     with pytest.raises(ValueError, match="R type 3 is not supported"):
-        assets.read_r_serialized(_xdr(3, 0))
+        read_r_serialized(_xdr(3, 0))

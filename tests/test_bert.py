@@ -1,37 +1,47 @@
-"""Lecture 7: BERT's masked-LM pieces (scratch.mlm) and the shipped fill-mask checkpoint."""
+"""Lecture 7: BERT's masked LM, next-sentence and NER pieces, and the shipped MiniLM checkpoints."""
 
 import json
 
 import pytest
 import torch
+from transformers import BertForMaskedLM, BertForNextSentencePrediction
 
-from scratch import assets
-from scratch.mlm import (
-    IGNORE_INDEX,
-    fill_mask_accuracy,
-    heldout_chapters,
-    mask_tokens,
-    masked_word_eval_set,
-    single_token_words,
-    token_windows,
+from scratch import assets, checkpoints, corpora
+from scratch.bert_tasks import gazetteer_tags, masked_word_eval_set, sentence_pairs, single_token_words, word_targets
+from scratch.checkpoints import (
+    MLM_HEADS,
+    NSP_HEADS,
+    is_next_probability,
+    load_lora_mlm,
+    load_minilm,
+    load_ner_tagger,
+    load_nsp_classifier,
+    tag_words,
 )
-from scratch.pretrained import MINILM_MLM_HEAD, load_minilm_mlm
+from scratch.corpora import heldout_chapters, split_sentences, split_words, token_windows
+from scratch.metrics import bio_spans, context_free_baselines, fill_mask_accuracy, span_scores
+from scratch.objectives import IGNORE_INDEX, mask_tokens
+
+MINILM_MLM_HEAD = "minilm-mlm-head"  # the head on the frozen encoder that minilm-lora-mlm superseded
+LORA_CHECKPOINT = "minilm-lora-mlm"
+NER_CHECKPOINT = "minilm-ner"
+NSP_CHECKPOINT = "minilm-nsp"
 
 
 @pytest.fixture(scope="module")
 def mlm():
-    return load_minilm_mlm()
+    return load_minilm(BertForMaskedLM, MINILM_MLM_HEAD, MLM_HEADS)
 
 
 @pytest.fixture(scope="module")
 def metrics():
-    return json.loads((assets.checkpoint_dir(MINILM_MLM_HEAD) / "metrics.json").read_text())
+    return json.loads((checkpoints.checkpoint_dir(MINILM_MLM_HEAD) / "metrics.json").read_text())
 
 
 @pytest.fixture(scope="module")
 def held_out_examples(mlm, metrics):
     _, tokenizer = mlm
-    _, held = heldout_chapters(assets.moby_dick_chapters())
+    _, held = heldout_chapters(corpora.moby_dick_chapters())
     assert [int(c["chapter"]) for c in held] == metrics["evaluation"]["held_out_chapters"]
     windows = token_windows(tokenizer, [c["text"] for c in held], metrics["evaluation"]["window_tokens"])
     return masked_word_eval_set(tokenizer, windows, seed=metrics["evaluation"]["seed"])
@@ -40,7 +50,7 @@ def held_out_examples(mlm, metrics):
 def test_checkpoint_is_a_small_head_only(metrics):
     from safetensors import safe_open
 
-    folder = assets.checkpoint_dir(MINILM_MLM_HEAD)
+    folder = checkpoints.checkpoint_dir(MINILM_MLM_HEAD)
     with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
         names = set(f.keys())
     assert names == {
@@ -159,30 +169,28 @@ def test_windows_and_eval_set(mlm):
 
 def test_unknown_checkpoint_names_the_fix():
     with pytest.raises(assets.AssetError, match="checkpoint 'no-such-head' not found"):
-        load_minilm_mlm("no-such-head")
+        load_minilm(BertForMaskedLM, "no-such-head", MLM_HEADS)
 
 
 # ---------------------------------------------------------------- the LoRA-adapted fill-mask model (minilm-lora-mlm)
-
-from scratch.mlm import LORA_CHECKPOINT, context_free_baselines, load_minilm_lora_mlm, word_targets  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def lora_mlm():
     torch.set_num_threads(1)
-    return load_minilm_lora_mlm()
+    return load_lora_mlm()
 
 
 @pytest.fixture(scope="module")
 def lora_metrics():
-    return json.loads((assets.checkpoint_dir(LORA_CHECKPOINT) / "metrics.json").read_text())
+    return json.loads((checkpoints.checkpoint_dir(LORA_CHECKPOINT) / "metrics.json").read_text())
 
 
 def test_lora_checkpoint_holds_only_what_training_changed(lora_mlm, lora_metrics):
     from safetensors import safe_open
 
     model, _ = lora_mlm
-    path = assets.checkpoint_dir(LORA_CHECKPOINT) / "model.safetensors"
+    path = checkpoints.checkpoint_dir(LORA_CHECKPOINT) / "model.safetensors"
     with safe_open(str(path), framework="pt") as f:
         names = set(f.keys())
     assert names == {n for n, p in model.named_parameters() if p.requires_grad}
@@ -196,7 +204,7 @@ def test_lora_checkpoint_holds_only_what_training_changed(lora_mlm, lora_metrics
 def test_lora_model_reaches_its_reported_accuracy(lora_mlm, lora_metrics):
     model, tokenizer = lora_mlm
     evaluation = lora_metrics["evaluation"]
-    _, held = heldout_chapters(assets.moby_dick_chapters())
+    _, held = heldout_chapters(corpora.moby_dick_chapters())
     assert [int(c["chapter"]) for c in held] == evaluation["moby_dick_held_out_chapters"]
     windows = token_windows(tokenizer, [c["text"] for c in held], evaluation["window_tokens"])
     examples = masked_word_eval_set(tokenizer, windows, seed=evaluation["seed"])
@@ -215,7 +223,7 @@ def test_lora_model_reaches_its_reported_accuracy(lora_mlm, lora_metrics):
 
 def test_context_free_baseline_is_recomputed_from_the_training_words(lora_mlm, lora_metrics):
     _, tokenizer = lora_mlm
-    train, held = heldout_chapters(assets.moby_dick_chapters())
+    train, held = heldout_chapters(corpora.moby_dick_chapters())
     windows = lambda chapters: token_windows(tokenizer, [c["text"] for c in chapters], 64)  # noqa: E731
     test_targets = torch.cat([e[2] for e in masked_word_eval_set(tokenizer, windows(held), seed=0)])
     baseline = context_free_baselines(word_targets(tokenizer, windows(train)), test_targets)
@@ -245,31 +253,16 @@ def test_context_free_baselines_break_ties_and_refuse_empty_input():
 
 # ---------------------------------------------------------------- NER and NSP checkpoints
 
-from scratch.finetuning import (  # noqa: E402
-    NER_CHECKPOINT,
-    NSP_CHECKPOINT,
-    bio_spans,
-    gazetteer_tags,  # noqa: E402
-    is_next_probability,
-    load_ner_tagger,
-    load_nsp_classifier,
-    sentence_pairs,
-    span_scores,
-    split_sentences,
-    split_words,
-    tag_words,
-)
-
 
 def test_ner_tagger_reaches_its_reported_scores():
     torch.set_num_threads(1)
-    folder = assets.checkpoint_dir(NER_CHECKPOINT)
+    folder = checkpoints.checkpoint_dir(NER_CHECKPOINT)
     metrics = json.loads((folder / "metrics.json").read_text())
     lists = json.loads((folder / "entities.json").read_text())
     names = {kind: lists[kind] for kind in ("PER", "LOC")}
     encoder, tagger, tokenizer, tags = load_ner_tagger()
     assert tags == metrics["tags"]
-    _, held = heldout_chapters(assets.moby_dick_chapters())
+    _, held = heldout_chapters(corpora.moby_dick_chapters())
     sentences = [w for c in held for s in split_sentences(c["text"]) if 3 <= len(w := split_words(s)) <= 60]
     reported = metrics["results"]["moby_dick"]
     assert len(sentences) == reported["sentences"]
@@ -287,21 +280,17 @@ def test_ner_tagger_reaches_its_reported_scores():
 
 
 def test_lora_loader_refuses_a_checkpoint_of_another_kind():
-    from transformers import BertForNextSentencePrediction
-
-    from scratch.finetuning import NSP_HEADS, load_minilm_with_lora
-
-    with pytest.raises(ValueError, match="lacks lora_rank"):
-        load_minilm_with_lora(BertForNextSentencePrediction, "minilm-mlm-head", NSP_HEADS)  # a head, no adapters
     with pytest.raises(ValueError, match="does not match the model"):
-        load_minilm_with_lora(BertForNextSentencePrediction, LORA_CHECKPOINT, NSP_HEADS)  # fill-mask, not NSP
+        load_minilm(BertForNextSentencePrediction, "minilm-mlm-head", NSP_HEADS)  # a head, no adapters
+    with pytest.raises(ValueError, match="does not match the model"):
+        load_minilm(BertForNextSentencePrediction, LORA_CHECKPOINT, NSP_HEADS)  # fill-mask, not NSP
 
 
 def test_nsp_stories_are_the_ones_the_head_was_trained_on():
     import gzip
     import hashlib
 
-    folder = assets.checkpoint_dir(NSP_CHECKPOINT)
+    folder = checkpoints.checkpoint_dir(NSP_CHECKPOINT)
     recorded = json.loads((folder / "metrics.json").read_text())["training"]["stories"]
     raw = (folder / recorded["file"]).read_bytes()
     assert hashlib.sha256(raw).hexdigest() == recorded["sha256"]
@@ -314,9 +303,9 @@ def test_nsp_stories_are_the_ones_the_head_was_trained_on():
 
 def test_nsp_head_reaches_its_reported_accuracy_and_answers_the_lecture_pairs():
     torch.set_num_threads(1)
-    metrics = json.loads((assets.checkpoint_dir(NSP_CHECKPOINT) / "metrics.json").read_text())
+    metrics = json.loads((checkpoints.checkpoint_dir(NSP_CHECKPOINT) / "metrics.json").read_text())
     model, tokenizer = load_nsp_classifier()
-    _, held = heldout_chapters(assets.moby_dick_chapters())
+    _, held = heldout_chapters(corpora.moby_dick_chapters())
     test = sentence_pairs([c["text"] for c in held], metrics["test_pairs"], seed=1)[: metrics["quick_sample_pairs"]]
     p_next = is_next_probability(model, tokenizer, [(a, b) for a, b, _ in test])
     accuracy = ((p_next < 0.5).long() == torch.tensor([label for *_, label in test])).float().mean().item()

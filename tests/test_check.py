@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from scratch import assets, check
+from scratch import assets, check, checkpoints
 
 
 def test_reads_every_pin_of_requirements(tmp_path):
@@ -40,7 +40,7 @@ def test_missing_asset_is_reported_not_fetched(tmp_path, monkeypatch):
 
 
 def test_broken_checkpoint_is_a_fail(tmp_path, monkeypatch):
-    monkeypatch.setattr(assets, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "model.safetensors").write_bytes(b"not a safetensors file")
     ok, what, fix = check.check_checkpoint("broken")
@@ -71,10 +71,10 @@ def test_runs_as_a_module_and_finds_the_test_environment_ready():
     OK (Chromium may be missing: the book's browser test then skips)."""
     result = subprocess.run([sys.executable, "-m", "scratch.check"], capture_output=True, text=True)
     lines = [line for line in result.stdout.splitlines() if line.startswith(("OK", "FAIL"))]
-    checkpoints = [p for p in assets.CHECKPOINT_DIR.iterdir() if p.is_dir()]
+    folders = [p for p in checkpoints.CHECKPOINT_DIR.iterdir() if p.is_dir()]
     # python, the lock against requirements.txt, each pin, the lock's other packages (one line), assets, checkpoints,
     # the kernel, Chromium
-    assert len(lines) == 2 + len(check.pinned_packages()) + 1 + len(assets.all_assets()) + len(checkpoints) + 2
+    assert len(lines) == 2 + len(check.pinned_packages()) + 1 + len(assets.all_assets()) + len(folders) + 2
     assert lines[0].startswith("OK    python 3.11")
     assert [line for line in lines if line.startswith("FAIL") and "chromium" not in line] == []
     assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)

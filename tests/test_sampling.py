@@ -16,16 +16,9 @@ from transformers.generation.logits_process import (
 
 from scratch.attention import KVCache, MultiHeadAttention, causal_mask
 from scratch.embeddings import RotaryEmbedding
+from scratch.metrics import distinct_n, repetition
 from scratch.models import GPT, GPTConfig
-from scratch.sampling import (
-    apply_temperature,
-    distinct_n,
-    generate,
-    process_logits,
-    repetition,
-    top_k_filter,
-    top_p_filter,
-)
+from scratch.sampling import apply_temperature, generate, process_logits, top_k_filter, top_p_filter
 
 # tiny_gpt2, tiny_llama (a random transformers model and ours with its weights) and smollm2 are in conftest.py
 

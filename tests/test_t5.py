@@ -17,12 +17,12 @@ from collections import Counter
 import pytest
 import torch
 
-from scratch import assets
+from scratch import assets, checkpoints, corpora
+from scratch.checkpoints import load_tiny_t5
+from scratch.corpora import heldout_chapters
 from scratch.embeddings import RelativePositionBias
-from scratch.mlm import heldout_chapters
-from scratch.pretrained import load_tiny_t5
-from scratch.span_corruption import IGNORE_INDEX, corrupt_ids, sentinel_tokens, shift_right
-from scratch.tasks import (
+from scratch.objectives import IGNORE_INDEX, corrupt_ids, sentinel_tokens, shift_right
+from scratch.text_to_text import (
     CLASSIFY,
     T5_TASKS,
     TEXT_TO_TEXT_TASKS,
@@ -39,11 +39,11 @@ MAX_BYTES = 20_000_000
 
 @pytest.fixture(scope="module")
 def metrics():
-    return json.loads((assets.checkpoint_dir("tiny-t5") / "metrics.json").read_text())
+    return json.loads((checkpoints.checkpoint_dir("tiny-t5") / "metrics.json").read_text())
 
 
 def test_checkpoint_is_small_safetensors_with_its_training_script(tiny_t5, metrics):
-    folder = assets.checkpoint_dir("tiny-t5")
+    folder = checkpoints.checkpoint_dir("tiny-t5")
     size = (folder / "model.safetensors").stat().st_size
     assert size <= MAX_BYTES and size == metrics["model_safetensors_bytes"]
     assert (folder / "train.py").is_file() and (folder / "tokenizer.json").is_file()
@@ -96,7 +96,7 @@ def test_answers_by_prefix(tiny_t5):
 def pretrained():
     from transformers import AutoTokenizer, T5ForConditionalGeneration
 
-    folder = assets.checkpoint_dir("tiny-t5-pretrained")
+    folder = checkpoints.checkpoint_dir("tiny-t5-pretrained")
     model = T5ForConditionalGeneration.from_pretrained(folder, use_safetensors=True).eval()
     metrics = json.loads((folder / "metrics.json").read_text())
     return model, AutoTokenizer.from_pretrained(folder), metrics
@@ -106,7 +106,7 @@ def pretrained():
 @pytest.mark.assets
 def test_pretrained_checkpoint_is_small_safetensors_with_its_training_script(pretrained):
     model, tokenizer, metrics = pretrained
-    folder = assets.checkpoint_dir("tiny-t5-pretrained")
+    folder = checkpoints.checkpoint_dir("tiny-t5-pretrained")
     size = (folder / "model.safetensors").stat().st_size
     assert size == metrics["model_safetensors_bytes"] <= 10_000_000
     assert (folder / "train.py").is_file() and (folder / "tokenizer.json").is_file()
@@ -129,7 +129,7 @@ def test_pretrained_tokenizer_has_sentinels_and_keeps_prefixes_and_common_words_
         assert pieces == [f"▁{word}" for word in task.split()] + [":"], pieces  # every word one piece
         assert pieces == metrics["tokenizer"]["prefixes"][task]
     assert tokenizer.tokenize("one") == ["▁one"]
-    words = Counter(re.findall(r"[A-Za-z]+", assets.moby_dick_text())).most_common(500)
+    words = Counter(re.findall(r"[A-Za-z]+", corpora.moby_dick_text())).most_common(500)
     whole = [len(tokenizer.tokenize(word)) == 1 for word, _ in words]
     assert sum(whole[:100]) == metrics["tokenizer"]["moby_dick_top_100_words_whole"] >= 95
     assert sum(whole) == metrics["tokenizer"]["moby_dick_top_500_words_whole"]
@@ -142,7 +142,7 @@ def test_pretrained_model_fills_held_out_spans_as_reported(pretrained):
     masks; the tolerance is 4 standard errors of the mean of the per-window losses)."""
     model, tokenizer, metrics = pretrained
     info = metrics["pretraining"]
-    _, held = heldout_chapters(assets.moby_dick_chapters())
+    _, held = heldout_chapters(corpora.moby_dick_chapters())
     stream = []
     for chapter in held:
         stream += tokenizer(" ".join(chapter["text"].split()), add_special_tokens=False).input_ids
@@ -238,20 +238,20 @@ def test_relative_position_bias_equals_t5_compute_bias(tiny_t5):
 
 
 def test_unsafe_checkpoint_folders_are_refused(tmp_path, monkeypatch):
-    good = assets.checkpoint_dir("tiny-t5")
-    monkeypatch.setattr(assets, "CHECKPOINT_DIR", tmp_path)
+    good = checkpoints.checkpoint_dir("tiny-t5")
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)
     pickled = tmp_path / "tiny-t5"
     shutil.copytree(good, pickled)
-    assert assets.checkpoint_dir("tiny-t5") == pickled
+    assert checkpoints.checkpoint_dir("tiny-t5") == pickled
     torch.save({"w": torch.zeros(1)}, pickled / "pytorch_model.bin")
     with pytest.raises(assets.AssetError, match="pickled weight files"):
-        assets.checkpoint_dir("tiny-t5")
+        checkpoints.checkpoint_dir("tiny-t5")
     with pytest.raises(assets.AssetError, match="pickled weight files"):
         load_tiny_t5()
     (pickled / "pytorch_model.bin").unlink()
     # a pickle renamed to model.safetensors is no safetensors file either
     torch.save({"w": torch.zeros(1)}, pickled / "model.safetensors")
     with pytest.raises(assets.AssetError, match="not a safetensors file"):
-        assets.checkpoint_dir("tiny-t5")
+        checkpoints.checkpoint_dir("tiny-t5")
     with pytest.raises(assets.AssetError, match="'missing' not found"):
-        assets.checkpoint_dir("missing")
+        checkpoints.checkpoint_dir("missing")

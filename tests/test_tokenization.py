@@ -12,7 +12,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scratch import assets
+from scratch import assets, corpora
 from scratch.tokenization import (
     GPT2_SPLIT_PATTERN,
     UNK,
@@ -77,7 +77,7 @@ def gpt2_files():
 
 @pytest.fixture(scope="module")
 def moby_dick():
-    return assets.moby_dick_text()
+    return corpora.moby_dick_text()
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,9 @@ import scratch  # before torch: the course's pinned numeric path
 # isort: split
 import torch
 
+from scratch.corpora import is_held_out
 from scratch.models import Transformer
-from scratch.tasks import (
+from scratch.number_words import (
     ENGLISH_TOKENS,
     GERMAN_TOKENS,
     ONE_WORD_NUMBERS,
@@ -37,7 +38,6 @@ from scratch.tasks import (
     english_tokens,
     german_from_tokens,
     german_tokens,
-    is_held_out,
     number_length,
     number_translation_dataset,
 )

@@ -1,25 +1,31 @@
-"""Transformers from Scratch: the course's own package, one module per idea, in lecture order.
+"""Transformers from Scratch: the course's own package, one module per idea, in the course's order.
 
-    tokenization   characters, words and byte-level BPE (lecture 1)
-    embeddings     sinusoidal, learned, relative and rotary positions (lecture 2)
-    attention      scaled dot-product attention, masks, multi-head attention (lectures 3-4)
-    blocks         LayerNorm, RMSNorm, feed-forward (MLP, SwiGLU), encoder and decoder blocks (lecture 5)
-    models         Transformer (encoder-decoder), GPTConfig and GPT (decoder-only), BERT (lectures 6-8)
-    training       the training loop every lecture that trains uses; eval_mode; the learning-rate schedule
-    tasks          toy data: numbers English -> German, characters of Moby-Dick; T5's text-to-text tasks, e-mails
-                   classified as text (lecture 9)
-    span_corruption  T5's pre-training objective: noise spans -> sentinels; the shifted decoder input (lecture 9)
-    mlm            masked-LM pre-training: the 80/10/10 masking rule, fill-mask accuracy (lecture 7)
-    finetuning     adapting a pretrained encoder: LoRA, BIO labels for token classification, span scores (lecture 7)
-    sampling       greedy, beam search, top-k, top-p, temperature; the KV cache (lecture 10)
-    pretrained     Hugging Face weights in the course's models (GPT-2, Llama/SmolLM2, BERT/MiniLM), the course's
-                   own checkpoints (tiny T5, MiniLM's MLM head)
-    viz            attention heatmaps and positional-encoding plots, bertviz offline
-    assets         where the pretrained models and the data live: fetched from registries, verified
-    validate       the argument checks the modules share
-    check          is this machine ready? OK/FAIL per package and asset (`python -m scratch.check`)
+A module imports only modules above it in this table (tests/test_package.py holds it to that).
+
+    validate       the argument checks the modules share, at the doors: constructors, models' forward, generate
     numerics       one numeric path on every x86-64 machine (the course kernel's pinned CPU kernels and threads)
     kernel         the course's Jupyter kernel, which pins that path
+    rdata          R's serialization format, read without R (Jane Austen's novels)
+    assets         where the pretrained models and the data live: fetched from registries, verified
+    tokenization   characters, words and byte-level BPE (lecture 1)
+    corpora        the texts (Moby-Dick, Austen, e-mails), their fixed splits, sentences, words, characters
+    embeddings     sinusoidal, learned, relative and rotary positions (lecture 2)
+    attention      scaled dot-product attention, masks, multi-head attention, the KV cache (lectures 3-4, 10)
+    blocks         LayerNorm, RMSNorm, feed-forward (MLP, SwiGLU), encoder and decoder blocks (lecture 5)
+    models         Transformer (encoder-decoder), GPTConfig and GPT (decoder-only), BERT (lectures 6-8)
+    training       the training loop, a resumable Run for long trainings, eval_mode, the learning-rate schedule
+    sampling       greedy, beam search, top-k, top-p, temperature; generate, greedy_decode (lectures 6, 10)
+    number_words   English -> German number words, lecture 6's translation task
+    objectives     BERT's masking (80/10/10), token-classification labels, T5's span corruption; IGNORE_INDEX
+    lora           low-rank adapters: add, merge, the trained tensors (lecture 7)
+    metrics        exact match, BIO spans and span scores, fill-mask accuracy, distinct-n and repetition
+    bert_tasks     lecture 7's task data: fill-mask test words, next-sentence pairs, gazetteer tags
+    text_to_text   T5's text-to-text tasks and their greedy answers (lecture 9)
+    pretrained     Hugging Face weights in the course's models (GPT-2, Llama/SmolLM2, BERT/MiniLM)
+    checkpoints    the course's own checkpoints (tiny T5s, MiniLM's fine-tunes), as models or plain folders
+    viz            attention heatmaps and positional-encoding plots, bertviz offline
+    exercises      forbid(...): exercise checks that refuse the library's shortcuts
+    check          is this machine ready? OK/FAIL per package and asset (`python -m scratch.check`)
 
 Importing scratch also sets the offline environment (OFFLINE_ENV), here and nowhere else.
 """
@@ -55,11 +61,11 @@ if "transformers" in sys.modules:
 
 def seed_everything(seed: int = 0) -> None:
     """Fix every random seed (Python's, NumPy's, torch's on every device) and print tensors with 4 decimals."""
-    import operator
-    import random
+    import operator  # imported here, as all below: importing scratch must not load torch before the pin above
+    import random  # imported here
 
-    import numpy as np
-    import torch
+    import numpy as np  # imported here
+    import torch  # imported here
 
     seed = operator.index(seed)
     random.seed(seed)

@@ -17,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from scratch import assets
+from scratch import assets, checkpoints, kernel, numerics
 
 REQUIREMENTS = assets.ROOT / "requirements.txt"
 LOCK = assets.ROOT / "requirements.lock"
@@ -50,7 +50,7 @@ def lock_tool():
 
 def locked_packages(path: Path = LOCK) -> dict[str, str]:
     """{name: version} for every entry of requirements.lock that applies to this machine (its marker holds)."""
-    from packaging.markers import Marker
+    from packaging.markers import Marker  # imported here: make check must run where a package is missing
 
     return {e.name: e.version for e in lock_tool().read_lock(path) if not e.marker or Marker(e.marker).evaluate()}
 
@@ -110,16 +110,14 @@ def check_asset(key: str) -> tuple[bool, str, str]:
 
 def check_checkpoint(name: str) -> tuple[bool, str, str]:
     try:
-        assets.checkpoint_dir(name)
+        checkpoints.checkpoint_dir(name)
     except assets.AssetError as error:
         return False, f"checkpoint {name}: {error}", f"git checkout -- data/checkpoints/{name}"
     return True, f"checkpoint {name}", ""
 
 
 def check_kernel() -> tuple[bool, str, str]:
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    from scratch import kernel, numerics
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel  # imported here: may be missing (above)
 
     fix = "make setup   (or: python -m scratch.kernel install)"
     try:
@@ -145,8 +143,8 @@ def all_checks() -> list[tuple[bool, str, str]]:
     results += [check_package(name, version) for name, version in pinned.items()]
     results.append(check_locked_dependencies(pinned))
     results += [check_asset(key) for key in assets.all_assets()]
-    if assets.CHECKPOINT_DIR.is_dir():
-        results += [check_checkpoint(p.name) for p in sorted(assets.CHECKPOINT_DIR.iterdir()) if p.is_dir()]
+    if checkpoints.CHECKPOINT_DIR.is_dir():
+        results += [check_checkpoint(p.name) for p in sorted(checkpoints.CHECKPOINT_DIR.iterdir()) if p.is_dir()]
     results.append(check_kernel())
     results.append(check_chromium())
     return results

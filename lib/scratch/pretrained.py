@@ -3,12 +3,11 @@
     from_hf_gpt2(model)    a GPT with the weights of a GPT2LMHeadModel (or GPT2Model): the same logits
     from_hf_llama(model)   a GPT (GPTConfig.llama) with the weights of a LlamaForCausalLM, e.g. SmolLM2
     from_hf_bert(model)    a BERT with the weights of a BertModel (or a BertFor... model), e.g. MiniLM
-    load_tiny_t5()         the course's tiny T5 (data/checkpoints/tiny-t5) as transformers' model + tokenizer
-    load_minilm_mlm()      MiniLM + the MLM head the course trained (data/checkpoints/minilm-mlm-head)
 
 Each from_hf_* reads the architecture from the model's config, builds ours, and copies every weight with one
 helper (`_copy`), which refuses a tensor whose shape differs. Nothing here is needed to understand the models:
-it maps names (q_proj -> w_q, ...) and layouts (GPT-2's Conv1D stores W transposed).
+it maps names (q_proj -> w_q, ...) and layouts (GPT-2's Conv1D stores W transposed). The course's own
+checkpoints are loaded by scratch.checkpoints.
 """
 
 from __future__ import annotations
@@ -16,10 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scratch import assets
 from scratch.models import BERT, GPT, GPTConfig
 
-MINILM_MLM_HEAD = "minilm-mlm-head"  # data/checkpoints/<this>: the head load_minilm_mlm adds to MiniLM
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 
 
@@ -196,48 +193,3 @@ def _named(pairs: list[tuple[nn.Module, nn.Module]], hf_model) -> list[tuple[nn.
     """Each (ours, theirs) pair with their module's name in hf_model, for error messages."""
     names = {module: name for name, module in hf_model.named_modules()}
     return [(ours, theirs, names.get(theirs, "?")) for ours, theirs in pairs]
-
-
-# ---------------------------------------------------------------- the course's own checkpoints
-
-
-def load_tiny_t5():
-    """The course's small T5 (data/checkpoints/tiny-t5, trained on scratch.tasks' four text-to-text tasks):
-    (T5ForConditionalGeneration in eval mode, tokenizer)."""
-    from transformers import AutoTokenizer, T5ForConditionalGeneration
-
-    folder = assets.checkpoint_dir("tiny-t5")
-    model = T5ForConditionalGeneration.from_pretrained(folder, use_safetensors=True).eval()
-    return model, AutoTokenizer.from_pretrained(folder)
-
-
-def load_minilm_mlm(name: str = MINILM_MLM_HEAD):
-    """all-MiniLM-L6-v2's encoder + the course's MLM head -> (BertForMaskedLM in eval mode, tokenizer).
-
-    MiniLM ships no MLM head (it was fine-tuned for sentence embeddings). The head (dense + GELU + LayerNorm,
-    then the decoder tied to MiniLM's word embeddings, plus a bias) is read from
-    data/checkpoints/<name>/model.safetensors; the encoder is MiniLM's, unchanged. `pipeline("fill-mask")` works.
-    """
-    from safetensors.torch import load_file
-    from transformers import AutoTokenizer, BertForMaskedLM
-    from transformers.utils import logging
-
-    head = load_file(assets.checkpoint_dir(name) / "model.safetensors")
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
-    try:
-        model = BertForMaskedLM.from_pretrained(assets.minilm_dir(), attn_implementation="eager")
-    finally:
-        logging.set_verbosity(verbosity)
-    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}  # = word embeddings, = bias
-    expected = {k for k in model.state_dict() if k.startswith("cls.") and k not in tied}
-    if set(head) != expected:
-        raise ValueError(f"{name}: expected the head tensors {sorted(expected)}, found {sorted(head)}")
-    model.load_state_dict(head, strict=False)
-    predictions = model.cls.predictions
-    if (
-        predictions.decoder.weight.data_ptr() != model.bert.embeddings.word_embeddings.weight.data_ptr()
-        or predictions.decoder.bias.data_ptr() != predictions.bias.data_ptr()
-    ):
-        raise RuntimeError("the MLM decoder is not tied to the word embeddings and the head's bias")
-    return model.eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from torch import nn
@@ -202,8 +203,6 @@ def train(
 def plot_history(history: History, ax=None, title: str = "training loss", smooth: int = 1):
     """Train loss per step (a moving average over `smooth` steps) and eval loss, against the step.
     Returns the Axes; end the notebook cell with plt.show()."""
-    import matplotlib.pyplot as plt
-
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
     train_loss = np.asarray(history.train_loss, dtype=float)

@@ -6,10 +6,15 @@ title, and returns the Axes; the notebook ends the cell with `plt.show()`.
 
 from __future__ import annotations
 
+import html
 import math
+import re
+import warnings
 
 import matplotlib.pyplot as plt
 import torch
+
+from scratch import assets
 
 
 def _as_2d(weights, what: str):
@@ -199,11 +204,7 @@ def bertviz_html(view: str, attention, tokens, sentence_b_start: int | None = No
     names and links in comments, never fetched, and a plain scan of the page now finds no URL at all.
     """
     _check_bertviz_input(view, attention, tokens, sentence_b_start)
-    import re
-
-    from bertviz import head_view, model_view
-
-    from scratch import assets
+    from bertviz import head_view, model_view  # imported here: only the bertviz views need it (and IPython)
 
     draw = head_view if view == "head" else model_view
     attention = tuple(a.detach().float().cpu() for a in attention)
@@ -241,10 +242,7 @@ def show_bertviz(
     """Display bertviz_html(...) in a notebook: an <iframe srcdoc> (its own page, so the notebook's own
     require.js, if any, does not interfere). Returns an IPython HTML object; works offline in JupyterLab
     and in nbconvert's HTML export. height in pixels (default: a guess from the view and sequence length)."""
-    import html
-    import warnings
-
-    from IPython.display import HTML
+    from IPython.display import HTML  # imported here: a notebook's display, which viz's plots do without
 
     page = bertviz_html(view, attention, tokens, sentence_b_start, **view_kwargs)
     if height is None:

@@ -5,22 +5,12 @@ import torch
 from torch import nn
 
 import scratch  # noqa: F401  (offline environment before transformers)
-from scratch.finetuning import (
-    IGNORE_INDEX,
-    BlockTagger,
-    LoRALinear,
-    add_lora,
-    bio_spans,
-    frozen_block_outputs,
-    gazetteer_tags,
-    label_first_pieces,
-    sentence_pairs,
-    span_scores,
-    split_sentences,
-    split_words,
-    trainable_state,
-    trim_padding,
-)
+from scratch.bert_tasks import gazetteer_tags, sentence_pairs
+from scratch.checkpoints import BlockTagger, frozen_block_outputs
+from scratch.corpora import split_sentences, split_words
+from scratch.lora import LoRALinear, add_lora, trainable_state
+from scratch.metrics import bio_spans, span_scores
+from scratch.objectives import IGNORE_INDEX, label_first_pieces
 
 
 def test_lora_starts_as_the_base_layer_and_trains_only_the_adapters():
@@ -58,7 +48,7 @@ def test_add_lora_wraps_every_linear_of_bert_blocks():
     "call, error, message",
     [
         (lambda: LoRALinear(nn.Conv1d(2, 2, 1)), TypeError, "wraps an nn.Linear"),
-        (lambda: LoRALinear(nn.Linear(4, 4), rank=0), ValueError, "rank must be a positive int"),
+        (lambda: LoRALinear(nn.Linear(4, 4), rank=0), ValueError, "rank must be at least 1"),
         (lambda: LoRALinear(nn.Linear(4, 3), rank=4), ValueError, "rank 4 exceeds"),
         (lambda: add_lora(nn.ReLU()), ValueError, "holds no nn.Linear"),
         (lambda: label_first_pieces([None, 0, 2], [1, 1]), ValueError, "outside word_labels"),
@@ -131,7 +121,7 @@ def test_sentences_and_pairs():
 
 
 def test_same_chapter_negatives_are_far_from_a():
-    from scratch.finetuning import SAME_CHAPTER_DISTANCE
+    from scratch.bert_tasks import SAME_CHAPTER_DISTANCE
 
     long_chapters = [" ".join(f"Chapter {c} sentence number {i} here." for i in range(40)) for c in range(3)]
     assert sentence_pairs(long_chapters, 20, seed=3, same_chapter_share=0.0) == sentence_pairs(
@@ -161,9 +151,7 @@ def test_block_heads_have_the_right_shapes():
     h = encoder.hidden_states(ids)[-2]
     assert BlockTagger(encoder.blocks[-1], 16, 5)(h, ids).shape == (2, 5, 5)
     tagger = BlockTagger(encoder.blocks[-1], 16, 5).eval()
-    assert torch.allclose(tagger.block(h, None)[0], encoder.blocks[-1](h, None)[0])  # a copy of the last block
+    assert torch.allclose(tagger.block(h, None), encoder.blocks[-1](h, None))  # a copy of the last block
     cached = frozen_block_outputs(encoder, ids, batch=1)  # each row cut to its own length
     real = ids != 0
     assert torch.allclose(cached[real], h[real], atol=1e-5) and (cached[~real] == 0).all()
-    short_ids, short_h = trim_padding(ids, cached)
-    assert short_ids.shape == (2, 4) and short_h.shape == (2, 4, 16)

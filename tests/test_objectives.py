@@ -7,7 +7,7 @@ import statistics
 import pytest
 import torch
 
-from scratch.span_corruption import (
+from scratch.objectives import (
     IGNORE_INDEX,
     corrupt_ids,
     random_spans_noise_mask,

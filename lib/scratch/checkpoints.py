@@ -1,0 +1,298 @@
+"""The checkpoints the course trained itself (data/checkpoints/<name>/), loaded in one place (lectures 7 and 9).
+
+    checkpoint_dir         a checkpoint's folder, refused unless its weights are safetensors
+    load_tiny_t5           tiny-t5 or tiny-t5-pretrained: (T5ForConditionalGeneration, tokenizer)
+    minilm_for             all-MiniLM-L6-v2 as a transformers BERT class (masked LM, next sentence, ...), with LoRA on
+                           every encoder Linear or not, and the tensors a fine-tune trains marked trainable
+    load_minilm            MiniLM + a course checkpoint made from minilm_for -> (model, tokenizer)
+    load_lora_mlm          the fill-mask model: MiniLM adapted with LoRA plus an MLM head (minilm-lora-mlm)
+    load_nsp_classifier    the next-sentence model (minilm-nsp)
+    load_ner_tagger        the person/place tagger (minilm-ner), and tag_words to run it
+    is_next_probability    P(IsNext) for sentence pairs, from a next-sentence model
+    merged_model_dir       a MiniLM checkpoint as an ordinary transformers folder (adapters merged), for Auto classes
+                           and pipeline()
+
+MiniLM's checkpoints hold only what training changed (scratch.lora.trainable_state); their metadata names the
+adapters' rank and alpha. Everything else is MiniLM's, as installed.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from torch import nn
+from transformers import (
+    AutoModel,
+    AutoTokenizer,
+    BertForMaskedLM,
+    BertForNextSentencePrediction,
+    T5ForConditionalGeneration,
+)
+from transformers.utils import logging
+
+from scratch import assets
+from scratch.attention import padding_mask
+from scratch.lora import add_lora
+from scratch.models import BERT
+from scratch.pretrained import from_hf_bert
+from scratch.training import eval_mode
+
+CHECKPOINT_DIR = assets.ROOT / "data" / "checkpoints"
+
+
+UNSAFE_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+MLM_HEADS = ("cls.predictions.",)  # BERT's masked-LM head: dense + GELU + LayerNorm, the decoder tied to the words
+NSP_HEADS = ("bert.pooler.", "cls.")  # BERT's next-sentence head: the pooler (dense + tanh on [CLS]) and a 2-way layer
+
+
+def checkpoint_dir(name: str) -> Path:
+    """Folder of a checkpoint the course trained and ships in git (`data/checkpoints/<name>/`).
+
+    Only safetensors are accepted: a pickled weight file (`.bin`, `.pt`, ...) can run code when loaded,
+    so a folder holding one is refused, as is a `model.safetensors` that is not a safetensors file.
+    Each folder also names, in its README, the recipe (recipes/) and the command that made it.
+    """
+    folder = CHECKPOINT_DIR / name
+    weights = folder / "model.safetensors"
+    if not weights.is_file():
+        known = sorted(p.name for p in CHECKPOINT_DIR.iterdir() if p.is_dir()) if CHECKPOINT_DIR.is_dir() else []
+        raise assets.AssetError(
+            f"checkpoint {name!r} not found: {weights} is missing (known: {', '.join(known) or 'none'}). "
+            f"Fix: `git checkout -- data/checkpoints/{name}` restores it; "
+            f"its README names the recipe that retrains it"
+        )
+    unsafe = sorted(p.name for p in folder.iterdir() if p.suffix in UNSAFE_WEIGHT_SUFFIXES)
+    if unsafe:
+        raise assets.AssetError(
+            f"checkpoint {name!r} holds pickled weight files {unsafe}, which are refused: "
+            "the course loads safetensors only. Fix: delete them"
+        )
+    _check_safetensors(weights)
+    return folder
+
+
+def _check_safetensors(path: Path) -> None:
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            f.keys()
+    except (SafetensorError, OSError, ValueError) as error:
+        raise assets.AssetError(
+            f"{path} is not a safetensors file ({error}); the course refuses other formats. "
+            f"Fix: `git checkout -- {_relative(path)}`"
+        ) from None
+
+
+def _relative(path: Path) -> Path:
+    return path.relative_to(assets.ROOT) if path.is_relative_to(assets.ROOT) else path
+
+
+def load_tiny_t5(name: str = "tiny-t5"):
+    """The course's small T5 (data/checkpoints/tiny-t5, trained on scratch.text_to_text's four tasks; or
+    tiny-t5-pretrained, pre-trained by span corruption): (T5ForConditionalGeneration in eval mode, tokenizer)."""
+    folder = checkpoint_dir(name)
+    model = T5ForConditionalGeneration.from_pretrained(folder, use_safetensors=True).eval()
+    return model, AutoTokenizer.from_pretrained(folder)
+
+
+# ---------------------------------------------------------------- MiniLM's fine-tunes
+
+
+def minilm_for(model_class, heads: tuple[str, ...], lora_rank: int | None = 16, lora_alpha: float = 32.0):
+    """all-MiniLM-L6-v2 loaded as a transformers BERT model class (BertForMaskedLM, BertForNextSentencePrediction,
+    ...), untrained, with what a fine-tune trains marked trainable (requires_grad) and everything else frozen.
+
+    Trainable: the parameters whose names start with one of `heads` (the task head; MiniLM ships no `cls.*`
+    weights, so transformers initialises them) and, with lora_rank r, low-rank adapters on every Linear of the
+    6 encoder blocks (Q, K, V, attention output, both FFN layers) plus the encoder's biases and LayerNorms.
+    """
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
+    try:
+        model = model_class.from_pretrained(assets.minilm_dir())
+    finally:
+        logging.set_verbosity(verbosity)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if lora_rank is not None:
+        add_lora(model.bert.encoder, rank=lora_rank, alpha=lora_alpha)
+    for name, p in model.named_parameters():
+        in_encoder = lora_rank is not None and name.startswith("bert.encoder.")
+        if (
+            "lora_" in name
+            or (in_encoder and (name.endswith(".bias") or ".LayerNorm." in name))
+            or name.startswith(heads)
+        ):
+            p.requires_grad_(True)
+    return model
+
+
+def read_checkpoint(name_or_file) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """(tensors, metadata) of a course checkpoint (a name under data/checkpoints, or a safetensors file)."""
+    path = Path(name_or_file)
+    if path.suffix != ".safetensors":
+        path = checkpoint_dir(str(name_or_file)) / "model.safetensors"
+    with safe_open(str(path), framework="pt") as f:
+        return {key: f.get_tensor(key) for key in f.keys()}, f.metadata() or {}  # noqa: SIM118 (not a dict)
+
+
+def load_trained(model: nn.Module, weights: dict[str, torch.Tensor], name: str) -> nn.Module:
+    """Load what training changed (trainable_state) into a freshly built model; the rest stays as built."""
+    expected = {key for key, p in model.named_parameters() if p.requires_grad}
+    if set(weights) != expected:
+        missing = sorted(expected - set(weights))
+        extra = sorted(set(weights) - expected)
+        raise ValueError(
+            f"{name}: the checkpoint does not match the model (missing {missing[:3]}, unexpected {extra[:3]})"
+        )
+    model.load_state_dict({k: v.float() for k, v in weights.items()}, strict=False)
+    return model.eval()
+
+
+def lora_settings(metadata: dict[str, str]) -> dict:
+    """{'lora_rank', 'lora_alpha'} from a checkpoint's metadata; None rank when it was trained without adapters."""
+    if "lora_rank" not in metadata:
+        return {"lora_rank": None}
+    return {"lora_rank": int(metadata["lora_rank"]), "lora_alpha": float(metadata["lora_alpha"])}
+
+
+def load_minilm(model_class, name: str, heads: tuple[str, ...]):
+    """MiniLM + a course checkpoint made by minilm_for -> (model in eval mode, tokenizer)."""
+    weights, metadata = read_checkpoint(name)
+    model = minilm_for(model_class, heads, **lora_settings(metadata))
+    return load_trained(model, weights, name), AutoTokenizer.from_pretrained(assets.minilm_dir())
+
+
+def load_lora_mlm(name: str = "minilm-lora-mlm"):
+    """MiniLM + the course's LoRA adapters and MLM head -> (BertForMaskedLM in eval mode, tokenizer)."""
+    return load_minilm(BertForMaskedLM, name, MLM_HEADS)
+
+
+def load_nsp_classifier(name: str = "minilm-nsp"):
+    """MiniLM + the course's next-sentence LoRA adapters and head -> (BertForNextSentencePrediction in eval mode,
+    tokenizer). Its logits are (IsNext, NotNext), transformers' order."""
+    return load_minilm(BertForNextSentencePrediction, name, NSP_HEADS)
+
+
+@torch.no_grad()
+def is_next_probability(model, tokenizer, pairs: list[tuple[str, str]], batch: int = 64) -> torch.Tensor:
+    """P(IsNext) for each (A, B) pair, packed as [CLS] A [SEP] B [SEP] with segment ids 0 and 1, from a model
+    with BERT's next-sentence head (transformers' BertForNextSentencePrediction: logits (IsNext, NotNext))."""
+    if not pairs or any(len(p) < 2 for p in pairs):
+        raise ValueError("give at least one (sentence A, sentence B) pair")
+    out = []
+    with eval_mode(model):  # no dropout, whatever mode the caller left the model in
+        for i in range(0, len(pairs), batch):
+            chunk = pairs[i : i + batch]
+            enc = tokenizer(
+                [p[0] for p in chunk],
+                [p[1] for p in chunk],
+                truncation=True,
+                max_length=128,
+                padding=True,
+                return_tensors="pt",
+            )
+            out.append(model(**enc).logits.softmax(-1)[:, 0])
+    return torch.cat(out)
+
+
+# ---------------------------------------------------------------- the NER tagger: a trained copy of the last block
+
+
+@torch.no_grad()
+def frozen_block_outputs(
+    encoder, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, batch: int = 64
+) -> torch.Tensor:
+    """The output of all blocks but the last of a scratch.models.BERT = the last block's input, (n, T, d_model).
+
+    When only the last block is trained, the blocks below never change: compute their output once, then train on it.
+    Sequences are run in batches of similar length, each cut to its longest sequence (padding is masked anyway, so
+    the real positions come out the same); the output at padding positions is 0.
+    """
+    lengths = (ids != encoder.pad_id).sum(1)
+    order = lengths.argsort(descending=True)
+    out = torch.zeros(*ids.shape, encoder.tok_embed.embedding_dim)
+    for i in range(0, len(ids), batch):
+        rows = order[i : i + batch]
+        longest = int(lengths[rows].max())
+        types = None if token_type_ids is None else token_type_ids[rows, :longest]
+        out[rows, :longest] = encoder.hidden_states(ids[rows, :longest], token_type_ids=types)[-2]
+    return out
+
+
+class BlockTagger(nn.Module):
+    """Token classification: a copy of an encoder's last block (trained, or adapted with LoRA when lora_rank is
+    given) + Linear(d_model, n_tags) on every token.
+
+    Input: the frozen blocks' output h (batch, T, d_model) and the ids (for the padding mask) -> (batch, T, n_tags).
+    """
+
+    def __init__(
+        self,
+        block: nn.Module,
+        d_model: int,
+        n_tags: int,
+        pad_id: int = 0,
+        lora_rank: int | None = None,
+        lora_alpha: float = 16.0,
+    ):
+        super().__init__()
+        self.block = copy.deepcopy(block)
+        if lora_rank is not None:  # adapters on its Linears; their pretrained weight matrices stay frozen
+            add_lora(self.block, lora_rank, lora_alpha)
+            for name, p in self.block.named_parameters():
+                p.requires_grad_(not name.endswith(".base.weight"))
+        self.pad_id = pad_id
+        self.head = nn.Linear(d_model, n_tags)
+
+    def forward(self, h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.block(h, padding_mask(ids, self.pad_id)))
+
+
+def minilm_encoder() -> tuple[BERT, object]:
+    """all-MiniLM-L6-v2 as the course's BERT (eval mode) and its tokenizer."""
+    minilm = AutoModel.from_pretrained(assets.minilm_dir())
+    return from_hf_bert(minilm).eval(), AutoTokenizer.from_pretrained(assets.minilm_dir())
+
+
+def load_ner_tagger(name: str = "minilm-ner"):
+    """MiniLM (scratch BERT) + the course's NER tagger -> (encoder, tagger, tokenizer, tags), in eval mode.
+
+    The tagger is a BlockTagger: its own copy of MiniLM's last block, adapted with LoRA (metadata 'lora_rank',
+    'lora_alpha'; without them, the whole block fine-tuned), and a linear layer to the tags (metadata 'tags',
+    e.g. O B-PER I-PER B-LOC I-LOC); the encoder's blocks below it are MiniLM's, unchanged.
+    """
+    weights, metadata = read_checkpoint(name)
+    if "tags" not in metadata:
+        raise ValueError(f"{name}: metadata lacks 'tags'; is this a token-classification checkpoint?")
+    tags = metadata["tags"].split()
+    encoder, tokenizer = minilm_encoder()
+    d_model = encoder.tok_embed.embedding_dim
+    tagger = BlockTagger(encoder.blocks[-1], d_model, len(tags), tokenizer.pad_token_id, **lora_settings(metadata))
+    return encoder, load_trained(tagger, weights, name), tokenizer, tags
+
+
+@torch.no_grad()
+def tag_words(
+    encoder, tagger, tokenizer, tags: list[str], sentences: list[list[str]], max_tokens: int = 96
+) -> list[list[str]]:
+    """One tag per word for each sentence (a list of words, as split_words gives): the tag predicted at the word's
+    first WordPiece. Words cut off by max_tokens get 'O'."""
+    if not sentences or any(not s for s in sentences):
+        raise ValueError("give at least one sentence, each a non-empty list of words")
+    enc = tokenizer(
+        sentences, is_split_into_words=True, truncation=True, max_length=max_tokens, padding=True, return_tensors="pt"
+    )
+    best = tagger(frozen_block_outputs(encoder, enc.input_ids), enc.input_ids).argmax(-1)
+    out = []
+    for row, words in enumerate(sentences):
+        word_tags = ["O"] * len(words)
+        previous = None
+        for position, word in enumerate(enc.word_ids(row)):
+            if word is not None and word != previous:
+                word_tags[word] = tags[best[row, position]]
+            previous = word
+        out.append(word_tags)
+    return out
