@@ -1,5 +1,6 @@
 """scratch.tokenization: GPT-2 parity, round trips, BPE training against a naive reference, special tokens in
 the training text, streaming encode, bad input."""
+
 import json
 import os
 import random
@@ -97,8 +98,13 @@ def references(gpt2_files):
     slow = GPT2Tokenizer(vocab=encoder_json, merges=vocab_bpe)
     fast = GPT2TokenizerFast(vocab=encoder_json, merges=vocab_bpe)
     ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=vocab_bpe, encoder_json_file=encoder_json)
-    enc = tiktoken.Encoding(name="gpt2", explicit_n_vocab=50257, pat_str=GPT2_SPLIT_PATTERN,
-                            mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 50256})
+    enc = tiktoken.Encoding(
+        name="gpt2",
+        explicit_n_vocab=50257,
+        pat_str=GPT2_SPLIT_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": 50256},
+    )
     assert len(slow) == len(fast) == 50257
     return {
         "transformers-GPT2Tokenizer": lambda text: slow.encode(text, add_special_tokens=False),
@@ -119,6 +125,7 @@ def parity_text(request, moby_dick):
 
 
 # ---------------------------------------------------------------- GPT-2 parity
+
 
 @pytest.mark.parametrize("parity_text", PARITY_CASES, indirect=True)
 @pytest.mark.parametrize("reference", ["transformers-GPT2Tokenizer", "transformers-GPT2TokenizerFast", "tiktoken"])
@@ -154,6 +161,7 @@ def test_bytes_to_unicode():
 
 # ---------------------------------------------------------------- round trips (hypothesis)
 
+
 @property_test
 @given(text=st.text())
 def test_small_bpe_round_trip(small_bpe, text):
@@ -187,7 +195,9 @@ def test_save_load_keeps_everything(saved_and_loaded, kind):
     original, loaded = saved_and_loaded[kind]
     assert type(loaded) is type(original)
     assert loaded.vocab == original.vocab and loaded.special_tokens == original.special_tokens
-    assert loaded.encode(SMALL_TEXT + "<unk><pad><|endoftext|>") == original.encode(SMALL_TEXT + "<unk><pad><|endoftext|>")
+    assert loaded.encode(SMALL_TEXT + "<unk><pad><|endoftext|>") == original.encode(
+        SMALL_TEXT + "<unk><pad><|endoftext|>"
+    )
 
 
 @pytest.mark.parametrize("kind", ["bpe", "char", "word"])
@@ -208,6 +218,7 @@ def test_gpt2_save_load(gpt2, tmp_path):
 
 
 # ---------------------------------------------------------------- BPE training
+
 
 def naive_bpe_merges(text, vocab_size, special_tokens=()):
     """The textbook algorithm: every round, recount all pairs of all chunks and merge the best one.
@@ -330,9 +341,12 @@ def test_train_with_special_tokens_matches_naive_reference(documents):
 
 
 @property_test
-@given(fragments=st.lists(st.sampled_from(["a", "b", "ab", " ", "\n", "<|", "|>", EOT, "<|end", "oftext", "é"]),
-                          min_size=1, max_size=40),
-       n_merges=st.integers(0, 20))
+@given(
+    fragments=st.lists(
+        st.sampled_from(["a", "b", "ab", " ", "\n", "<|", "|>", EOT, "<|end", "oftext", "é"]), min_size=1, max_size=40
+    ),
+    n_merges=st.integers(0, 20),
+)
 def test_train_with_special_tokens_on_random_text(fragments, n_merges):
     text = "".join(fragments)
     specials = [EOT, "<|end"]  # one special token contains the start of the other: the longer wins
@@ -353,11 +367,41 @@ def test_train_on_special_tokens_only():
 
 # Whitespace runs that cross lines ("\n\n", "  \n"), contractions, the marker and pieces of it, the four
 # characters Python's isspace() counts as whitespace but the pattern's \s does not (\x1c-\x1f), NBSP.
-STREAM_FRAGMENTS = ["word", " word", "it", "'s", "'", "ll", " ", "  ", "\t", "\n", "\n\n", "\r\n", "\x1c",
-                    "\u00a0", "\u3000", ".", "!?", "12", " 3", "é", "🤗", EOT, "<|", "endoftext", "|>", "<|end",
-                    "x y", "x", " y"]
-ADVERSARIAL_TEXT = ("Hello  world\n\n\n  it's<|endoftext|>\n\nThe end. 'll  \t\n<|endoftext|><|end"
-                    "oftext|>x y x  y  \u00a0\n\x1c\n 12 345\n\n")
+STREAM_FRAGMENTS = [
+    "word",
+    " word",
+    "it",
+    "'s",
+    "'",
+    "ll",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\x1c",
+    "\u00a0",
+    "\u3000",
+    ".",
+    "!?",
+    "12",
+    " 3",
+    "é",
+    "🤗",
+    EOT,
+    "<|",
+    "endoftext",
+    "|>",
+    "<|end",
+    "x y",
+    "x",
+    " y",
+]
+ADVERSARIAL_TEXT = (
+    "Hello  world\n\n\n  it's<|endoftext|>\n\nThe end. 'll  \t\n<|endoftext|><|end"
+    "oftext|>x y x  y  \u00a0\n\x1c\n 12 345\n\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -415,8 +459,9 @@ def test_encode_iterable_holds_back_only_a_little(small_bpe):
     """The buffer keeps the text since the last safe cut, not the stream: after each piece, the ids up to
     the last word boundary have come out."""
     stream = small_bpe.encode_iterable(["The quick brown fox", " jumps over", " the lazy dog"])
-    assert small_bpe.decode([next(stream) for _ in range(len(small_bpe.encode("The quick brown")))]) \
-        == "The quick brown"
+    assert (
+        small_bpe.decode([next(stream) for _ in range(len(small_bpe.encode("The quick brown")))]) == "The quick brown"
+    )
 
 
 def test_encode_iterable_rejects_bad_input(small_bpe):
@@ -496,10 +541,11 @@ def test_encode_iterable_100_mb_file(stream_tokenizer, documents, tmp_path):
 
 def test_untrained_bpe_is_a_byte_tokenizer():
     tokenizer = BPETokenizer()
-    assert len(tokenizer) == 256 and tokenizer.encode("hé") == list("hé".encode("utf-8"))
+    assert len(tokenizer) == 256 and tokenizer.encode("hé") == list("hé".encode())
 
 
 # ---------------------------------------------------------------- characters and words
+
 
 def test_char_tokenizer():
     tokenizer = CharTokenizer().train("hello world")
@@ -528,6 +574,7 @@ def test_word_tokenizer():
 
 
 # ---------------------------------------------------------------- bad input
+
 
 def test_special_tokens_bad_input():
     with pytest.raises(TypeError, match="special tokens must be a list of str, got the str '<|endoftext|>'"):
@@ -562,8 +609,11 @@ def test_bytes_error_says_how_to_fix():
         BPETokenizer().train(b"hello", 300)
 
 
-@pytest.mark.parametrize("train", [lambda: BPETokenizer().train("", 300), lambda: CharTokenizer().train(""),
-                                   lambda: WordTokenizer().train("", 10)], ids=["bpe", "char", "word"])
+@pytest.mark.parametrize(
+    "train",
+    [lambda: BPETokenizer().train("", 300), lambda: CharTokenizer().train(""), lambda: WordTokenizer().train("", 10)],
+    ids=["bpe", "char", "word"],
+)
 def test_train_rejects_empty_text(train):
     with pytest.raises(ValueError, match="training text is empty"):
         train()
@@ -580,7 +630,9 @@ def test_decode_rejects_id_equal_to_vocab_size(small_bpe):
         small_bpe.decode([small_bpe.vocab_size])
 
 
-@pytest.mark.parametrize("content", ['{"type": "Nope"}', '{"tokens": []}', "[1, 2]"], ids=["unknown", "missing", "list"])
+@pytest.mark.parametrize(
+    "content", ['{"type": "Nope"}', '{"tokens": []}', "[1, 2]"], ids=["unknown", "missing", "list"]
+)
 def test_load_rejects_unknown_type(tmp_path, content):
     path = tmp_path / "tokenizer.json"
     path.write_text(content)

@@ -13,6 +13,7 @@ All three share `Tokenizer`: special tokens, `decode`, `save`/`load` (JSON) and 
 The BPE part follows Karpathy's minbpe (github.com/karpathy/minbpe): `get_pair_counts` and `merge` are its
 `get_stats` and `merge`, and the tokenizer is its RegexTokenizer: the regex split, then merges inside each chunk.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -37,6 +38,7 @@ UNK = "<unk>"
 
 
 # ---------------------------------------------------------------- BPE building blocks
+
 
 def get_pair_counts(ids: list[int], counts: dict | None = None) -> dict[tuple[int, int], int]:
     """How often each adjacent pair occurs: [1, 2, 3, 1, 2] -> {(1, 2): 2, (2, 3): 1, (3, 1): 1}.
@@ -80,6 +82,7 @@ def bytes_to_unicode() -> dict[int, str]:
 
 
 # ---------------------------------------------------------------- what every tokenizer shares
+
 
 def check_text(text, what: str = "text") -> str:
     """Tokenizers read str, not bytes or lists: fail early with a message that says so."""
@@ -231,6 +234,7 @@ def _to_json(state: dict) -> str:
 
 # ---------------------------------------------------------------- characters and words
 
+
 class CharTokenizer(Tokenizer):
     """One token per character. With special_tokens=["<unk>"], unseen characters become <unk>."""
 
@@ -267,8 +271,10 @@ class WordTokenizer(Tokenizer):
         """
         words = regex.findall(WORD_PATTERN, check_training_text(text))
         if not isinstance(vocab_size, int) or vocab_size <= len(self.special_tokens):
-            raise ValueError(f"vocab_size must be an int > {len(self.special_tokens)} (the number of special "
-                             f"tokens), got {vocab_size!r}")
+            raise ValueError(
+                f"vocab_size must be an int > {len(self.special_tokens)} (the number of special "
+                f"tokens), got {vocab_size!r}"
+            )
         kept = Counter(words).most_common(vocab_size - len(self.special_tokens))  # ties keep first-seen order
         self._set_tokens([word for word, _ in kept])
         return self
@@ -282,6 +288,7 @@ class WordTokenizer(Tokenizer):
 
 
 # ---------------------------------------------------------------- byte-level BPE
+
 
 class BPETokenizer(Tokenizer):
     """Byte-level BPE, as in GPT-2: text -> UTF-8 bytes -> learned merges of adjacent pairs.
@@ -327,19 +334,16 @@ class BPETokenizer(Tokenizer):
         merges may already contain pieces of it.
 
         Ties: among pairs with the same count, the pair with the smallest ids (left id, then right id) wins.
-        Other trainers break ties differently: minbpe and tiktoken's educational trainer take the pair
-        counted first (first seen in the text), Stanford CS336's takes the lexicographically greatest pair of
-        byte strings, and Hugging Face's trainer orders pairs by its own character ids, in which a leading
-        space (its 'Ġ') comes after the letters (on "ab cd" it merges "ab" first, we merge " c"). Counts are the same for all of them, but from the
-        first tie on the order of the merges, and so a few merges, can differ.
 
         Merges never cross pre-tokenizer chunks, so each distinct chunk ("word") is stored once with its
         frequency, and after a merge only the words that contained the pair are updated.
         """
         check_training_text(text)
         if not isinstance(vocab_size, int) or vocab_size < 256:
-            raise ValueError(f"vocab_size must be an int >= 256 (one token per byte; special tokens are not "
-                             f"counted), got {vocab_size!r}")
+            raise ValueError(
+                f"vocab_size must be an int >= 256 (one token per byte; special tokens are not "
+                f"counted), got {vocab_size!r}"
+            )
         chunk_counts = Counter()
         for part in self.split_special_tokens(text)[::2]:  # the ordinary text between special tokens
             chunk_counts.update(self._regex.findall(part))
@@ -391,11 +395,16 @@ class BPETokenizer(Tokenizer):
                 heapq.heappush(heap, (-pair_counts[p], p))
             if verbose:
                 token_bytes[new_id] = token_bytes[pair[0]] + token_bytes[pair[1]]
-                print(f"merge {len(self.merges)}/{vocab_size - 256}: {pair} -> {new_id} "
-                      f"{token_bytes[new_id]!r} had {count} occurrences")
+                print(
+                    f"merge {len(self.merges)}/{vocab_size - 256}: {pair} -> {new_id} "
+                    f"{token_bytes[new_id]!r} had {count} occurrences"
+                )
         if 256 + len(self.merges) < vocab_size:
-            warnings.warn(f"BPE training stopped at vocab size {256 + len(self.merges)} < vocab_size={vocab_size}: "
-                          "no adjacent pairs left to merge (the training text is too small)", stacklevel=2)
+            warnings.warn(
+                f"BPE training stopped at vocab size {256 + len(self.merges)} < vocab_size={vocab_size}: "
+                "no adjacent pairs left to merge (the training text is too small)",
+                stacklevel=2,
+            )
         self._set_vocab(self._vocab_from_merges())
         return self
 
@@ -441,8 +450,10 @@ class BPETokenizer(Tokenizer):
         or "word", which `encode` must hold whole too); the chunk cache is capped at `cache_size` chunks.
         """
         if self.pattern != GPT2_SPLIT_PATTERN:
-            raise ValueError("encode_iterable knows where to cut a stream only for GPT2_SPLIT_PATTERN; this "
-                             "tokenizer splits with another pattern, so encode the whole text with encode()")
+            raise ValueError(
+                "encode_iterable knows where to cut a stream only for GPT2_SPLIT_PATTERN; this "
+                "tokenizer splits with another pattern, so encode the whole text with encode()"
+            )
         return self._encode_stream(iter(pieces))
 
     def _encode_stream(self, pieces: Iterator[str]) -> Iterator[int]:
@@ -463,7 +474,7 @@ class BPETokenizer(Tokenizer):
         end = limit + 1  # the look-ahead must see the whitespace at p
         while end > start and (match := STREAM_CUT.search(text, start, end)):
             p = match.end()
-            if not any(name in text[max(0, p - len(name) + 1): p + len(name) - 1] for name in self.special_tokens):
+            if not any(name in text[max(0, p - len(name) + 1) : p + len(name) - 1] for name in self.special_tokens):
                 return p
             end = p  # a special token spans p: try the next place to the left
         return 0
@@ -502,8 +513,10 @@ class BPETokenizer(Tokenizer):
             "pattern": self.pattern,
             "byte_ids": self.byte_ids,
             # [left id, right id, new id, the new token spelled GPT-2 style], in merge order
-            "merges": [[left, right, new_id, "".join(printable[b] for b in self.vocab[new_id])]
-                       for (left, right), new_id in self.merges.items()],
+            "merges": [
+                [left, right, new_id, "".join(printable[b] for b in self.vocab[new_id])]
+                for (left, right), new_id in self.merges.items()
+            ],
         }
 
     def _load_state(self, state: dict) -> None:
