@@ -119,15 +119,7 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.rotary = rotary  # buffers only (cos/sin tables, not saved): no new state-dict keys
 
-    def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor | None = None,
-        value: torch.Tensor | None = None,
-        mask: torch.Tensor | None = None,
-        positions=None,
-        kv_cache: KVCache | None = None,
-    ) -> torch.Tensor:
+    def forward(self, query, key=None, value=None, mask=None, positions=None, kv_cache=None) -> torch.Tensor:
         """The output (batch, n, d_model); forward_with_weights takes the same arguments and adds the weights."""
         return self.forward_with_weights(query, key, value, mask, positions, kv_cache)[0]
 

@@ -246,13 +246,7 @@ class DecoderBlock(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x, memory, self_mask=None, memory_mask=None) -> torch.Tensor:
         """x (batch, n, d_model) -> (batch, n, d_model); forward_with_weights adds both attentions' weights."""
         return self.forward_with_weights(x, memory, self_mask, memory_mask)[0]
 

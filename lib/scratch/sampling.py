@@ -19,8 +19,7 @@ compose: top_p_filter(top_k_filter(apply_temperature(z, 0.7), 50), 0.9). generat
 returns a logits tensor and makes its KV cache with new_kv_cache()), with a transformers causal LM (it returns an
 output with .logits; generation uses its past_key_values), and with any callable ids -> logits (use_cache=False).
 
-Measured properties of a text (a sequence of token ids or words): distinct_n (the share of distinct n-grams)
-and repetition (the share of n-grams that repeat an earlier one).
+How varied a generated text is (distinct_n, repetition) is measured by scratch.metrics.
 Shapes: batch, T prompt tokens, V vocabulary.
 """
 
@@ -28,7 +27,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import nullcontext
 
 import torch
@@ -386,35 +385,3 @@ def _beam_search(
         beams = torch.cat([beams[parents[keep]], tokens[keep, None]], dim=1)
         scores = top.values[keep]
     return finished[0][1]
-
-
-# ---------------------------------------------------------------- measured properties of a text
-
-
-def _ngrams(tokens: Sequence, n: int) -> list[tuple]:
-    n = validate.integer(n, "n")
-    if isinstance(tokens, torch.Tensor):
-        if tokens.dim() != 1:
-            raise ValueError(f"tokens must be one sequence (1-D), got shape {tuple(tokens.shape)}")
-        tokens = tokens.tolist()
-    tokens = list(tokens)
-    if len(tokens) < n:
-        raise ValueError(f"a text of {len(tokens)} tokens has no {n}-grams")
-    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
-
-
-def distinct_n(tokens: Sequence, n: int) -> float:
-    """The share of distinct n-grams among all n-grams of a text: 1 = no n-gram occurs twice, near 0 = a loop.
-
-    tokens: token ids or words (a list, or a 1-D tensor). Li et al. 2016's diversity measure.
-    """
-    grams = _ngrams(tokens, n)
-    return len(set(grams)) / len(grams)
-
-
-def repetition(tokens: Sequence, n: int = 4) -> float:
-    """The share of n-grams that repeat an n-gram seen earlier in the same text (1 - distinct_n for one text):
-    0 = nothing repeats, near 1 = the text is stuck in a loop. With n = 4, a repeated phrase counts, a repeated
-    common word or pair does not (Welleck et al. 2019's rep-n).
-    """
-    return 1.0 - distinct_n(tokens, n)
