@@ -317,3 +317,40 @@ def expected_piece_counts(word, probs, longest):
 """,
     },
 }
+
+# Hostile solutions: each redefines a name the check relies on (forbid, a measuring helper) as a no-op, then takes the
+# shortcut. They pass a check that looks those names up in the notebook; the checks import them, so they fail.
+WRONG_SOLUTIONS[4]["hostile: redefines forbid as a no-op, then borrows GPT-2's own encode"] = """
+import contextlib
+
+@contextlib.contextmanager
+def forbid(*names, hint):
+    yield
+
+def encode_chunk(chunk, merges, byte_ids):
+    return gpt2.encode(chunk)
+"""
+WRONG_SOLUTIONS[5]["hostile: redefines LookupOnly as a plain dict, then walks the whole table"] = """
+class LookupOnly(dict):
+    def __init__(self, mapping, budget, what):
+        super().__init__(mapping)
+
+def expected_piece_counts(word, probs, longest):
+    table = dict(probs.items())  # every piece, whatever the word
+    L = len(word)
+    spans = [
+        (i, j, table[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j) if word[i:j] in table
+    ]
+    alpha = [1.0] + [0.0] * L
+    for i, j, p in spans:
+        alpha[j] += alpha[i] * p
+    beta = [0.0] * L + [1.0]
+    for i, j, p in sorted(spans, key=lambda span: -span[0]):
+        beta[i] += p * beta[j]
+    counts = {}
+    for i, j, p in spans:
+        share = alpha[i] * p * beta[j] / alpha[L]
+        if share > 0:
+            counts[word[i:j]] = counts.get(word[i:j], 0.0) + share
+    return counts
+"""
