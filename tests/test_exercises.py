@@ -14,11 +14,13 @@ wrong": "source of a whole solution cell"}}`) fails its check, so a check passes
 All run the exercise section alone with plain `exec`, as a student's fresh kernel would.
 """
 
+import ast
 import copy
 import importlib.util
 import linecache
 import re
 import runpy
+import symtable
 from pathlib import Path
 
 import matplotlib
@@ -150,6 +152,60 @@ def test_structure(path):
             )
     assert levels == sorted(levels), f"{path.name}: order the exercises from easy to hard ({levels})"
     assert levels[-1] == 2, f"{path.name}: at least one exercise is 'hard'"
+
+
+def free_globals(source):
+    """The names a cell looks up in the notebook's namespace (or the built-ins) without binding them itself."""
+    top = symtable.symtable(source, "<cell>", "exec")
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    used, tables = set(), [top]
+    while tables:
+        table = tables.pop()
+        used |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and (table is top or s.is_global())}
+        tables += table.get_children()
+    return used - bound
+
+
+def top_level_names(source, kinds):
+    return {
+        target.id
+        for node in ast.parse(source).body
+        if isinstance(node, kinds)
+        for target in ([node] if isinstance(node, ast.FunctionDef | ast.ClassDef) else ast.walk(node))
+        if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)
+    } | {node.name for node in ast.parse(source).body if isinstance(node, kinds) and hasattr(node, "name")}
+
+
+# A redefined print cannot make a failing assert pass: the check's last line prints only after every assert passed.
+MAY_BE_LOOKED_UP = {"print"}
+
+
+@by_name
+def test_checks_import_what_they_rely_on(path):
+    """A solution cell runs in the same namespace as the checks, so it can rebind any name there (a `forbid` that does
+    nothing, a fake `torch`, `all = lambda _: True`). Each check therefore imports what it uses itself: torch,
+    `forbid` and the other tools of scratch.exercises, and the built-ins. It looks up only the exercise's answers
+    (the names solution cells define) and the set-up's data and model functions (`tiny_lm`, `toy_model(ids)`: a
+    solution cell that rebinds them changes its own inputs as well; README, "Using it in class"). The instruments
+    that measure a solution (LookupOnly, CountOps, LargestTensor) are classes of scratch.exercises, not set-up."""
+    setup, exercises = exercise_section(path)
+    data = top_level_names(setup.source, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.FunctionDef)
+    answers = set().union(*(top_level_names(s.source, ast.stmt) for _, s, _ in exercises))
+    problems = []
+    for k, (_, _, check) in enumerate(exercises, start=1):
+        body = ast.parse(check.source).body
+        first_other = next((i for i, node in enumerate(body) if not isinstance(node, ast.Import | ast.ImportFrom)), 0)
+        late = [ast.unparse(node) for node in body[first_other:] if isinstance(node, ast.Import | ast.ImportFrom)]
+        if late:
+            problems.append(f"check {k}: imports go at the top of the cell, before any use: {late}")
+        looked_up = free_globals(check.source) - answers - data - MAY_BE_LOOKED_UP
+        if looked_up:
+            problems.append(f"check {k} looks up {sorted(looked_up)}: import them in the check itself")
+    assert not problems, (
+        f"{path.name}: a solution cell could rebind these names and switch the check off "
+        "(e.g. `from builtins import len`, `import torch`, `from scratch.exercises import forbid`):\n"
+        + "\n".join(problems)
+    )
 
 
 @pytest.mark.slow

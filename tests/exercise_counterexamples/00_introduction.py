@@ -25,6 +25,29 @@ def perplexity(logits, targets):
     log_probs = torch.log_softmax(logits, dim=0)
     return math.exp(-log_probs[torch.arange(len(targets)), targets].mean().item())
 """,
+        "softmax then log: a correct token with probability below 1e-45 gives log 0": """
+def perplexity(logits, targets):
+    probs = torch.softmax(logits, dim=-1)
+    return math.exp(-probs[torch.arange(len(targets)), targets].log().mean().item())
+""",
+        "borrowed through torch._C._nn.cross_entropy_loss": """
+def perplexity(logits, targets):
+    return math.exp(torch._C._nn.cross_entropy_loss(logits, targets, None, 1, -100, 0.0).item())
+""",
+        "borrowed through torch.ops.aten.nll_loss": """
+def perplexity(logits, targets):
+    return math.exp(torch.ops.aten.nll_loss(torch.log_softmax(logits, -1), targets, None, 1, -100).item())
+""",
+        "the sum divided by a fixed 8 positions": """
+def perplexity(logits, targets):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    return math.exp(-log_probs[torch.arange(len(targets)), targets].sum().item() / 8)
+""",
+        "the mean of the whole N x N matrix logits[:, targets], not of its diagonal": """
+def perplexity(logits, targets):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    return math.exp(-log_probs[:, targets].mean().item())
+""",
     },
     2: {
         "borrowed: autograd": """
@@ -56,6 +79,49 @@ def bptt_gradient(W, T):
     for _ in range(T):
         grad = W.T @ grad
     return grad
+""",
+        "d fixed at 6": """
+def bptt_gradient(W, T):
+    grad = torch.ones(6, dtype=W.dtype)
+    for _ in range(T):
+        grad = W.T @ grad
+    return grad
+""",
+        "float32 ones whatever W's dtype: crashes on float64": """
+def bptt_gradient(W, T):
+    grad = torch.ones(W.shape[0])
+    for _ in range(T):
+        grad = W.T @ grad
+    return grad
+""",
+        "borrowed: torch.func.grad": """
+def bptt_gradient(W, T):
+    def total(h0):
+        h = h0
+        for _ in range(T):
+            h = W @ h
+        return h.sum()
+    return torch.func.grad(total)(torch.ones(W.shape[0], dtype=W.dtype))
+""",
+        "borrowed: autograd's engine directly, with inference mode switched off": """
+def bptt_gradient(W, T):
+    with torch.inference_mode(False):
+        h0 = torch.ones(W.shape[0], dtype=W.dtype, requires_grad=True)
+        h = h0
+        for _ in range(T):
+            h = W.clone() @ h
+        out = h.sum() + 0 * h0.sum()
+        engine = torch.autograd.Variable._execution_engine
+        return engine.run_backward((out,), (torch.ones((), dtype=W.dtype),), False, False, (h0,), False, False)[0]
+""",
+        "borrowed: torch.autograd.functional.vjp": """
+def bptt_gradient(W, T):
+    def last(h0):
+        h = h0
+        for _ in range(T):
+            h = W @ h
+        return h.sum()
+    return torch.autograd.functional.vjp(last, torch.ones(W.shape[0], dtype=W.dtype))[1]
 """,
     },
     3: {
@@ -99,6 +165,39 @@ def continuation_log_prob(model, prompt, continuation):
     with torch.no_grad():
         return -model(ids, labels=labels).loss.item() * continuation.shape[1]
 """,
+        "scores with the global tiny_lm, not the model passed in": """
+def continuation_log_prob(model, prompt, continuation):
+    ids = torch.cat([prompt, continuation], dim=1)
+    with torch.no_grad():
+        log_probs = torch.log_softmax(tiny_lm(ids).logits[0], dim=-1)
+    n, c = prompt.shape[1], continuation.shape[1]
+    return log_probs[n - 1:n - 1 + c][torch.arange(c), continuation[0]].sum().item()
+""",
+        "one model call per continuation token": """
+def continuation_log_prob(model, prompt, continuation):
+    total, ids = 0.0, prompt
+    for token in continuation[0]:
+        with torch.no_grad():
+            total += torch.log_softmax(model(ids).logits[0, -1], dim=-1)[token].item()
+        ids = torch.cat([ids, token.view(1, 1)], dim=1)
+    return total
+""",
+        "the prompt's length fixed at 5": """
+def continuation_log_prob(model, prompt, continuation):
+    ids = torch.cat([prompt, continuation], dim=1)
+    with torch.no_grad():
+        log_probs = torch.log_softmax(model(ids).logits[0], dim=-1)
+    c = continuation.shape[1]
+    return log_probs[4:4 + c][torch.arange(c), continuation[0]].sum().item()
+""",
+        "borrowed through torch._C._nn.cross_entropy_loss": """
+def continuation_log_prob(model, prompt, continuation):
+    ids = torch.cat([prompt, continuation], dim=1)
+    n, c = prompt.shape[1], continuation.shape[1]
+    with torch.no_grad():
+        logits = model(ids).logits[0, n - 1:n - 1 + c]
+    return -torch._C._nn.cross_entropy_loss(logits, continuation[0], None, 2, -100, 0.0).item()
+""",
     },
     4: {
         "the greedy pair": """
@@ -137,6 +236,53 @@ def best_two_tokens(model, prompt):
         V = first.shape[0]
         extended = torch.cat([prompt.repeat(V, 1), torch.arange(V).view(V, 1)], dim=1)
         second = model(extended).logits[:, -1]
+    total = first[:, None] + second
+    a, b = divmod(total.argmax().item(), V)
+    return (a, b), total[a, b].item()
+""",
+        "scores with the global tiny_lm": """
+def best_two_tokens(model, prompt):
+    model = tiny_lm
+    with torch.no_grad():
+        first = torch.log_softmax(model(prompt).logits[0, -1], dim=-1)
+        V = first.shape[0]
+        extended = torch.cat([prompt.repeat(V, 1), torch.arange(V).view(V, 1)], dim=1)
+        second = torch.log_softmax(model(extended).logits[:, -1], dim=-1)
+    total = first[:, None] + second
+    a, b = divmod(total.argmax().item(), V)
+    return (a, b), total[a, b].item()
+""",
+        "V read from the set-up's config": """
+def best_two_tokens(model, prompt):
+    V = config.vocab_size
+    with torch.no_grad():
+        first = torch.log_softmax(model(prompt).logits[0, -1], dim=-1)
+        extended = torch.cat([prompt.repeat(V, 1), torch.arange(V).view(V, 1)], dim=1)
+        second = torch.log_softmax(model(extended).logits[:, -1], dim=-1)
+    total = first[:, None] + second
+    a, b = divmod(total.argmax().item(), V)
+    return (a, b), total[a, b].item()
+""",
+        "V + 1 calls through model.forward (no hooks fire)": """
+def best_two_tokens(model, prompt):
+    with torch.no_grad():
+        first = torch.log_softmax(model.forward(prompt).logits[0, -1], dim=-1)
+        V = first.shape[0]
+        rows = [model.forward(torch.cat([prompt, torch.tensor([[v]])], dim=1)).logits[0, -1] for v in range(V)]
+        second = torch.log_softmax(torch.stack(rows), dim=-1)
+    total = first[:, None] + second
+    a, b = divmod(total.argmax().item(), V)
+    return (a, b), total[a, b].item()
+""",
+        "V + 1 calls through the inner model and the head": """
+def best_two_tokens(model, prompt):
+    def logits(ids):
+        return model.lm_head(model.model(ids).last_hidden_state)
+    with torch.no_grad():
+        first = torch.log_softmax(logits(prompt)[0, -1], dim=-1)
+        V = first.shape[0]
+        rows = [logits(torch.cat([prompt, torch.tensor([[v]])], dim=1))[0, -1] for v in range(V)]
+        second = torch.log_softmax(torch.stack(rows), dim=-1)
     total = first[:, None] + second
     a, b = divmod(total.argmax().item(), V)
     return (a, b), total[a, b].item()
@@ -184,6 +330,31 @@ def linear_recurrence(a, b):
         h = [x * y + z for x, y, z in zip(a_t, h, b_t)]
         states.append(h)
     return torch.tensor(states, dtype=b.dtype)
+""",
+        "the N x N matrix of products: no scan, quadratic memory": """
+def linear_recurrence(a, b):
+    n = len(a)
+    S = torch.tril(torch.ones(n, n, dtype=a.dtype)) @ a.log()
+    future = ~torch.ones(n, n, dtype=torch.bool).tril()[:, :, None]
+    diff = (S[:, None, :] - S[None, :, :]).masked_fill(future, -math.inf)
+    return (diff.exp() * b[None, :, :]).sum(dim=1)
+""",
+        "cumsum through torch.ops.aten, in log space": """
+def linear_recurrence(a, b):
+    log_P = torch.ops.aten.cumsum(a.log(), 0)
+    weights = (log_P[:, None, :] - log_P[None, :, :])
+    mask = torch.ones(len(a), len(a), dtype=torch.bool).tril()[:, :, None]
+    return (weights.masked_fill(~mask, -math.inf).exp() * b[None]).sum(dim=1)
+""",
+        "only for d = 4 (the shape fixed)": """
+def linear_recurrence(a, b):
+    A, B = a.clone().reshape(-1, 4), b.clone().reshape(-1, 4)
+    span = 1
+    while span < len(A):
+        B = torch.cat([B[:span], A[span:] * B[:-span] + B[span:]])
+        A = torch.cat([A[:span], A[span:] * A[:-span]])
+        span *= 2
+    return B
 """,
     },
 }

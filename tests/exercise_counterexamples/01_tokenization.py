@@ -2,45 +2,65 @@
 
 WRONG_SOLUTIONS = {
     1: {
-        "non-overlapping counts, like str.count": """
-def most_frequent_pair(ids):
-    def count(pair):
-        n, i = 0, 0
-        while i + 1 < len(ids):
-            if (ids[i], ids[i + 1]) == pair:
-                n, i = n + 1, i + 2
-            else:
-                i += 1
-        return n
-    pairs = set(zip(ids, ids[1:]))
-    return min(pairs, key=lambda pair: (-count(pair), pair))
+        "the learner's overlapping count taken as the saving": """
+def best_merge(ids):
+    counts = {}
+    for pair in zip(ids, ids[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    pair = min(counts, key=lambda p: (-counts[p], p))
+    return pair, counts[pair]
+""",
+        "ties broken by the pairs' text: '(10, 9)' < '(9, 20)'": """
+def best_merge(ids):
+    saved, last_start = {}, {}
+    for t, pair in enumerate(zip(ids, ids[1:])):
+        if last_start.get(pair) == t - 1:
+            continue
+        saved[pair] = saved.get(pair, 0) + 1
+        last_start[pair] = t
+    pair = min(saved, key=lambda p: (-saved[p], str(p)))
+    return pair, saved[pair]
 """,
         "ties go to the first pair seen": """
-def most_frequent_pair(ids):
-    counts = {}
+def best_merge(ids):
+    saved, last_start = {}, {}
+    for t, pair in enumerate(zip(ids, ids[1:])):
+        if last_start.get(pair) == t - 1:
+            continue
+        saved[pair] = saved.get(pair, 0) + 1
+        last_start[pair] = t
+    pair = max(saved, key=saved.get)
+    return pair, saved[pair]
+""",
+        "skips every pair equal to the one before, even a skipped one: a run of four saves 1, not 2": """
+def best_merge(ids):
+    saved, previous = {}, None
     for pair in zip(ids, ids[1:]):
-        counts[pair] = counts.get(pair, 0) + 1
-    return max(counts, key=counts.get)
+        if pair != previous:
+            saved[pair] = saved.get(pair, 0) + 1
+        previous = pair
+    pair = min(saved, key=lambda p: (-saved[p], p))
+    return pair, saved[pair]
 """,
-        "Counter.most_common (first seen among ties)": """
-import collections
+        "borrowed: the library's merge, once per pair": """
+from scratch.tokenization import merge
 
-def most_frequent_pair(ids):
-    return collections.Counter(zip(ids, ids[1:])).most_common(1)[0][0]
+def best_merge(ids):
+    saved = {pair: len(ids) - len(merge(ids, pair, -1)) for pair in set(zip(ids, ids[1:]))}
+    pair = min(saved, key=lambda p: (-saved[p], p))
+    return pair, saved[pair]
 """,
-        "ties go to the largest pair": """
-def most_frequent_pair(ids):
-    counts = {}
-    for pair in zip(ids, ids[1:]):
+        "the best pair, but its overlapping count instead of the saving": """
+def best_merge(ids):
+    saved, last_start, counts = {}, {}, {}
+    for t, pair in enumerate(zip(ids, ids[1:])):
         counts[pair] = counts.get(pair, 0) + 1
-    return max(counts, key=lambda pair: (counts[pair], pair))
-""",
-        "borrowed: scratch.tokenization.get_pair_counts": """
-from scratch.tokenization import get_pair_counts
-
-def most_frequent_pair(ids):
-    counts = get_pair_counts(ids)
-    return min(counts, key=lambda pair: (-counts[pair], pair))
+        if last_start.get(pair) == t - 1:
+            continue
+        saved[pair] = saved.get(pair, 0) + 1
+        last_start[pair] = t
+    pair = min(saved, key=lambda p: (-saved[p], p))
+    return pair, counts[pair]
 """,
     },
     2: {
@@ -60,6 +80,25 @@ def tokens_per_word(encode, text):
 def tokens_per_word(encode, text):
     words = text.split(" ")
     return [round(len(encode(text)) / len(words))] * len(words)
+""",
+        "cuts GPT-2's encoding of the whole text with GPT-2's decode, whatever encode is": """
+def tokens_per_word(encode, text):
+    counts = []
+    for token_id in gpt2.encode(text):
+        if not counts or gpt2.decode([token_id]).startswith(" "):
+            counts.append(0)
+        counts[-1] += 1
+    return counts
+""",
+        "the first word found by its text: a repeat of it later loses its space": """
+def tokens_per_word(encode, text):
+    words = text.split(" ")
+    return [len(encode(word if word == words[0] else " " + word)) for word in words]
+""",
+        "the leading space taken as exactly one extra token": """
+def tokens_per_word(encode, text):
+    words = text.split(" ")
+    return [len(encode(" " + word)) - (k == 0) for k, word in enumerate(words)]
 """,
     },
     3: {
@@ -158,6 +197,74 @@ def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
                       max_input_chars_per_word=max_chars)
     return Tokenizer(model).encode(word).tokens
 """,
+        "max_chars ignored: the limit fixed at 100": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word) > 100:
+        return [unk]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+""",
+        "a word that is too long becomes '[UNK]', whatever unk is": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+""",
+        "a missing '##' piece falls back to the piece without '##'": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word) > max_chars:
+        return [unk]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+            if start > 0 and word[start:end] in vocab:
+                pieces.append(word[start:end])
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+""",
+        "the length limit measured in UTF-8 bytes": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word.encode("utf-8")) > max_chars:
+        return [unk]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+""",
     },
     4: {
         "replays every merge in order": """
@@ -229,6 +336,94 @@ def encode_chunk(chunk, merges, byte_ids):
         "borrowed: scratch's BPETokenizer": """
 def encode_chunk(chunk, merges, byte_ids):
     return gpt2.encode(chunk)
+""",
+        "hostile: redefines forbid as a no-op, then borrows GPT-2's own encode": """
+import contextlib
+
+@contextlib.contextmanager
+def forbid(*names, hint):
+    yield
+
+def encode_chunk(chunk, merges, byte_ids):
+    return gpt2.encode(chunk)
+""",
+        "GPT-2's byte ids from the set-up, not the byte_ids given": """
+def encode_chunk(chunk, merges, byte_ids):
+    ids = [gpt2.byte_ids[b] for b in chunk.encode("utf-8")]
+    while len(ids) >= 2:
+        learned = [(merges[pair], pair) for pair in zip(ids, ids[1:]) if pair in merges]
+        if not learned:
+            break
+        new_id, pair = min(learned)
+        merged, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                merged.append(new_id)
+                i += 2
+            else:
+                merged.append(ids[i])
+                i += 1
+        ids = merged
+    return ids
+""",
+        "GPT-2's merges from the set-up, not the merges given": """
+def encode_chunk(chunk, merges, byte_ids):
+    merges = gpt2.merges
+    ids = [byte_ids[b] for b in chunk.encode("utf-8")]
+    while len(ids) >= 2:
+        learned = [(merges[pair], pair) for pair in zip(ids, ids[1:]) if pair in merges]
+        if not learned:
+            break
+        new_id, pair = min(learned)
+        merged, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                merged.append(new_id)
+                i += 2
+            else:
+                merged.append(ids[i])
+                i += 1
+        ids = merged
+    return ids
+""",
+        "occurrences merged right to left: [a, a, a] becomes [a, aa]": """
+def encode_chunk(chunk, merges, byte_ids):
+    ids = [byte_ids[b] for b in chunk.encode("utf-8")]
+    while len(ids) >= 2:
+        learned = [(merges[pair], pair) for pair in zip(ids, ids[1:]) if pair in merges]
+        if not learned:
+            break
+        new_id, pair = min(learned)
+        merged, i = [], len(ids) - 1
+        while i >= 0:
+            if i >= 1 and (ids[i - 1], ids[i]) == pair:
+                merged.insert(0, new_id)
+                i -= 2
+            else:
+                merged.insert(0, ids[i])
+                i -= 1
+        ids = merged
+    return ids
+""",
+        "the earliest merge found by comparing new ids as text": """
+def encode_chunk(chunk, merges, byte_ids):
+    ids = [byte_ids[b] for b in chunk.encode("utf-8")]
+    while len(ids) >= 2:
+        learned = [(str(merges[pair]), pair) for pair in zip(ids, ids[1:]) if pair in merges]
+        if not learned:
+            break
+        new_id, pair = min(learned)
+        new_id = int(new_id)
+        merged, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                merged.append(new_id)
+                i += 2
+            else:
+                merged.append(ids[i])
+                i += 1
+        ids = merged
+    return ids
 """,
     },
     5: {
@@ -313,6 +508,77 @@ def expected_piece_counts(word, probs, longest):
     counts = {}
     for i, j, p in spans:
         counts[word[i:j]] = max(counts.get(word[i:j], 0.0), alpha[i] * p * beta[j] / alpha[L])
+    return counts
+""",
+        "hostile: redefines LookupOnly as a plain dict, then walks the whole table": """
+class LookupOnly(dict):
+    def __init__(self, mapping, budget, what):
+        super().__init__(mapping)
+
+def expected_piece_counts(word, probs, longest):
+    table = dict(probs.items())  # every piece, whatever the word
+    L = len(word)
+    spans = [
+        (i, j, table[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j) if word[i:j] in table
+    ]
+    alpha = [1.0] + [0.0] * L
+    for i, j, p in spans:
+        alpha[j] += alpha[i] * p
+    beta = [0.0] * L + [1.0]
+    for i, j, p in sorted(spans, key=lambda span: -span[0]):
+        beta[i] += p * beta[j]
+    counts = {}
+    for i, j, p in spans:
+        share = alpha[i] * p * beta[j] / alpha[L]
+        if share > 0:
+            counts[word[i:j]] = counts.get(word[i:j], 0.0) + share
+    return counts
+""",
+        "every substring up to longest assumed to be a piece": """
+def expected_piece_counts(word, probs, longest):
+    L = len(word)
+    spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest), j)]
+    alpha = [1.0] + [0.0] * L
+    for i, j, p in spans:
+        alpha[j] += alpha[i] * p
+    beta = [0.0] * L + [1.0]
+    for i, j, p in sorted(spans, key=lambda span: -span[0]):
+        beta[i] += p * beta[j]
+    counts = {}
+    for i, j, p in spans:
+        counts[word[i:j]] = counts.get(word[i:j], 0.0) + alpha[i] * p * beta[j] / alpha[L]
+    return counts
+""",
+        "longest ignored: pieces of up to 3 characters": """
+def expected_piece_counts(word, probs, longest):
+    L = len(word)
+    spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - 3), j)
+             if word[i:j] in probs]
+    alpha = [1.0] + [0.0] * L
+    for i, j, p in spans:
+        alpha[j] += alpha[i] * p
+    beta = [0.0] * L + [1.0]
+    for i, j, p in sorted(spans, key=lambda span: -span[0]):
+        beta[i] += p * beta[j]
+    counts = {}
+    for i, j, p in spans:
+        counts[word[i:j]] = counts.get(word[i:j], 0.0) + alpha[i] * p * beta[j] / alpha[L]
+    return counts
+""",
+        "pieces one character short of longest: range(j - longest + 1, j)": """
+def expected_piece_counts(word, probs, longest):
+    L = len(word)
+    spans = [(i, j, probs[word[i:j]]) for j in range(1, L + 1) for i in range(max(0, j - longest + 1), j)
+             if word[i:j] in probs]
+    alpha = [1.0] + [0.0] * L
+    for i, j, p in spans:
+        alpha[j] += alpha[i] * p
+    beta = [0.0] * L + [1.0]
+    for i, j, p in sorted(spans, key=lambda span: -span[0]):
+        beta[i] += p * beta[j]
+    counts = {}
+    for i, j, p in spans:
+        counts[word[i:j]] = counts.get(word[i:j], 0.0) + alpha[i] * p * beta[j] / alpha[L]
     return counts
 """,
     },

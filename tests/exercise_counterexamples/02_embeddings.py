@@ -36,50 +36,78 @@ def solve_analogies(E, questions):
     similarity = (target @ unit.T).scatter(1, questions, -math.inf)
     return similarity.argmax(dim=1)
 """,
+        "a Python loop over the questions": """
+def solve_analogies(E, questions):
+    unit = E / E.norm(dim=1, keepdim=True)
+    answers = []
+    for a, b, c in questions.tolist():
+        similarity = unit @ (unit[a] - unit[b] + unit[c])
+        similarity[[a, b, c]] = -math.inf
+        answers.append(similarity.argmax())
+    return torch.stack(answers)
+""",
+        "returns a Python list, not a tensor": """
+def solve_analogies(E, questions):
+    unit = E / E.norm(dim=1, keepdim=True)
+    target = unit[questions[:, 0]] - unit[questions[:, 1]] + unit[questions[:, 2]]
+    similarity = (target @ unit.T).scatter(1, questions, -math.inf)
+    return similarity.argmax(dim=1).tolist()
+""",
     },
     2: {
-        "bit-exact comparison: rounding makes equal things differ": """
-def is_permutation_equivariant(f, n=8, d=16, trials=5):
-    X = torch.randn(n, d)
-    for _ in range(trials):
-        perm = torch.randperm(n)
-        if not torch.equal(f(X[perm]), f(X)[perm]):
-            return False
-    return True
+        "the fastest pair (i = 0): it goes round every 2 pi positions": """
+def read_position(pe):
+    angle = torch.atan2(pe[..., 0].double(), pe[..., 1].double()) % (2 * math.pi)
+    return torch.round(angle).long()
 """,
-        "tests invariance f(PX) = f(X) instead of equivariance": """
-def is_permutation_equivariant(f, n=8, d=16, trials=5):
-    X = torch.randn(n, d)
-    for _ in range(trials):
-        perm = torch.randperm(n)
-        if not torch.allclose(f(X[perm]), f(X), atol=1e-5):
-            return False
-    return True
+        "acos of the cosine alone: cannot tell pos from period - pos": """
+def read_position(pe):
+    d_model = pe.shape[-1]
+    omega = 10000.0 ** (-(d_model - 2) / d_model)
+    return torch.round(torch.acos(pe[..., -1].double().clamp(-1, 1)) / omega).long()
 """,
-        "permutes the output the inverse way": """
-def is_permutation_equivariant(f, n=8, d=16, trials=5):
-    X = torch.randn(n, d)
-    for _ in range(trials):
-        perm = torch.randperm(n)
-        if not torch.allclose(f(X[perm]), f(X)[perm.argsort()], atol=1e-5):
-            return False
-    return True
+        "the angle not taken into [0, 2 pi): the second half of the range comes out negative": """
+def read_position(pe):
+    d_model = pe.shape[-1]
+    omega = 10000.0 ** (-(d_model - 2) / d_model)
+    return torch.round(torch.atan2(pe[..., -2].double(), pe[..., -1].double()) / omega).long()
 """,
-        "never really permutes (the identity passes everything)": """
-def is_permutation_equivariant(f, n=8, d=16, trials=5):
-    X = torch.randn(n, d)
-    perm = torch.arange(n)
-    return torch.allclose(f(X[perm]), f(X)[perm], atol=1e-5)
+        "truncated instead of rounded: 41.9996 becomes 41": """
+def read_position(pe):
+    d_model = pe.shape[-1]
+    omega = 10000.0 ** (-(d_model - 2) / d_model)
+    angle = torch.atan2(pe[..., -2].double(), pe[..., -1].double()) % (2 * math.pi)
+    return (angle / omega).long()
 """,
-        "compares only the set of output rows (sorted), not where they are": """
-def is_permutation_equivariant(f, n=8, d=16, trials=5):
-    X = torch.randn(n, d)
-    for _ in range(trials):
-        perm = torch.randperm(n)
-        a, b = f(X[perm]), f(X)
-        if not torch.allclose(a.sort(dim=0).values, b.sort(dim=0).values, atol=1e-5):
-            return False
-    return True
+        "a table of every encoding, searched for the nearest row": """
+def read_position(pe):
+    d_model = pe.shape[-1]
+    period = math.ceil(2 * math.pi * 10000 ** ((d_model - 2) / d_model))
+    omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    angles = torch.arange(period, dtype=torch.float64)[:, None] * omega
+    table = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)
+    flat = pe.double().reshape(-1, d_model)
+    return torch.cdist(flat, table).argmin(dim=-1).reshape(pe.shape[:-1])
+""",
+        "d_model fixed at 32": """
+def read_position(pe):
+    omega = 10000.0 ** (-30 / 32)
+    angle = torch.atan2(pe[..., -2].double(), pe[..., -1].double()) % (2 * math.pi)
+    return torch.round(angle / omega).long()
+""",
+        "sine and cosine swapped": """
+def read_position(pe):
+    d_model = pe.shape[-1]
+    omega = 10000.0 ** (-(d_model - 2) / d_model)
+    angle = torch.atan2(pe[..., -1].double(), pe[..., -2].double()) % (2 * math.pi)
+    return torch.round(angle / omega).long()
+""",
+        "one vector only: indexes the first dimension": """
+def read_position(pe):
+    d_model = pe.shape[-1]
+    omega = 10000.0 ** (-(d_model - 2) / d_model)
+    angle = torch.atan2(pe[-2].double(), pe[-1].double()) % (2 * math.pi)
+    return torch.round(angle / omega).long()
 """,
     },
     3: {
@@ -128,6 +156,23 @@ def rope_complex(x, positions):
     turned = z * torch.polar(torch.ones_like(angles), angles)
     return torch.view_as_real(turned).reshape(n, d_head).to(x.dtype)
 """,
+        "returns float64 whatever the dtype of x": """
+def rope_complex(x, positions):
+    n, d_head = x.shape
+    theta = 10000.0 ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
+    angles = positions.double()[:, None] * theta
+    z = torch.view_as_complex(x.double().reshape(n, d_head // 2, 2))
+    return torch.view_as_real(z * torch.polar(torch.ones_like(angles), angles)).reshape(n, d_head)
+""",
+        "d_head fixed at 16": """
+def rope_complex(x, positions):
+    n = x.shape[0]
+    theta = 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16)
+    angles = positions.double()[:, None] * theta
+    z = torch.view_as_complex(x.double().reshape(n, -1, 2))
+    turned = z * torch.polar(torch.ones_like(angles), angles[:, : z.shape[1]])
+    return torch.view_as_real(turned).reshape(x.shape).to(x.dtype)
+""",
     },
     4: {
         "slopes start at 1: m_k = 2^(-8k/h)": """
@@ -151,6 +196,22 @@ def alibi_bias(h, n):
         "slopes that ignore h (always the 8-head ones)": """
 def alibi_bias(h, n):
     slopes = 2.0 ** (-torch.arange(1, h + 1).double())
+    distance = torch.arange(n)[:, None] - torch.arange(n)[None, :]
+    return (-slopes[:, None, None] * distance).masked_fill(distance < 0, -math.inf).float()
+""",
+        "slopes 2^-(k+1) * (8 // h): right only when h divides 8": """
+def alibi_bias(h, n):
+    slopes = 2.0 ** (-(torch.arange(1, h + 1) * (8 // h)).double())
+    distance = torch.arange(n)[:, None] - torch.arange(n)[None, :]
+    return (-slopes[:, None, None] * distance).masked_fill(distance < 0, -math.inf).float()
+""",
+        "BLOOM's slopes for h not a power of 2 (the closest power, then interleaved)": """
+def alibi_bias(h, n):
+    def power_of_2_slopes(count):
+        return [2.0 ** (-8 * (k + 1) / count) for k in range(count)]
+    closest = 2 ** math.floor(math.log2(h))
+    slopes = power_of_2_slopes(closest) + power_of_2_slopes(2 * closest)[0::2][: h - closest]
+    slopes = torch.tensor(slopes)
     distance = torch.arange(n)[:, None] - torch.arange(n)[None, :]
     return (-slopes[:, None, None] * distance).masked_fill(distance < 0, -math.inf).float()
 """,
@@ -190,6 +251,118 @@ def shift_matrix(k, d_model):
     pe = sinusoidal_positional_encoding(50 + abs(k), d_model)              # float32
     A, B = (pe[:50], pe[k:50 + k]) if k >= 0 else (pe[-k:50 - k], pe[:50])
     return torch.linalg.lstsq(A, B).solution.T.double()
+""",
+        "d_model fixed at 32": """
+def shift_matrix(k, d_model):
+    M = torch.zeros(32, 32, dtype=torch.float64)
+    for i in range(16):
+        b = k * 10000.0 ** (-2 * i / 32)
+        c, s = math.cos(b), math.sin(b)
+        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s
+        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
+    return M
+""",
+        "the frequencies of pairs numbered from 1: omega = 10000^(-2(i+1)/d_model)": """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model, dtype=torch.float64)
+    for i in range(d_model // 2):
+        b = k * 10000.0 ** (-2 * (i + 1) / d_model)
+        c, s = math.cos(b), math.sin(b)
+        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s
+        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
+    return M
+""",
+    },
+    6: {
+        "grad[ids] += g: of a word repeated in the batch only one occurrence counts": """
+def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+    positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
+    loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
+    B = len(centres)
+    d_positive, d_negative = -torch.sigmoid(-positive) / B, torch.sigmoid(negative) / B
+    grad_V, grad_U = torch.zeros_like(V_table), torch.zeros_like(U_table)
+    grad_V[centres] += d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
+    grad_U[contexts] += d_positive[:, None] * v
+    grad_U[negatives] += d_negative[:, :, None] * v[:, None, :]
+    return loss.item(), grad_V, grad_U
+""",
+        "the sum over the batch instead of the mean": """
+def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+    positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
+    loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).sum()
+    d_positive, d_negative = -torch.sigmoid(-positive), torch.sigmoid(negative)
+    grad_v = d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
+    grad_V = torch.zeros_like(V_table).index_add_(0, centres, grad_v)
+    grad_U = torch.zeros_like(U_table).index_add_(0, contexts, d_positive[:, None] * v)
+    grad_U.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
+    return loss.item(), grad_V, grad_U
+""",
+        "log(sigmoid(x)): -inf once sigmoid rounds to 0": """
+def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+    positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
+    loss = -(torch.sigmoid(positive).log() + torch.sigmoid(-negative).log().sum(-1)).mean()
+    B = len(centres)
+    d_positive, d_negative = -torch.sigmoid(-positive) / B, torch.sigmoid(negative) / B
+    grad_v = d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
+    grad_V = torch.zeros_like(V_table).index_add_(0, centres, grad_v)
+    grad_U = torch.zeros_like(U_table).index_add_(0, contexts, d_positive[:, None] * v)
+    grad_U.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
+    return loss.item(), grad_V, grad_U
+""",
+        "the negatives' terms left out of grad_V": """
+def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+    positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
+    loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
+    B = len(centres)
+    d_positive, d_negative = -torch.sigmoid(-positive) / B, torch.sigmoid(negative) / B
+    grad_V = torch.zeros_like(V_table).index_add_(0, centres, d_positive[:, None] * u_o)
+    grad_U = torch.zeros_like(U_table).index_add_(0, contexts, d_positive[:, None] * v)
+    grad_U.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
+    return loss.item(), grad_V, grad_U
+""",
+        "the negatives' derivative with the wrong sign: -sigmoid(-x) as for the positive pair": """
+def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+    positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
+    loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
+    B = len(centres)
+    d_positive, d_negative = -torch.sigmoid(-positive) / B, -torch.sigmoid(-negative) / B
+    grad_v = d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
+    grad_V = torch.zeros_like(V_table).index_add_(0, centres, grad_v)
+    grad_U = torch.zeros_like(U_table).index_add_(0, contexts, d_positive[:, None] * v)
+    grad_U.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
+    return loss.item(), grad_V, grad_U
+""",
+        "a Python loop over the pairs of the batch": """
+def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+    B = len(centres)
+    grad_V, grad_U, loss = torch.zeros_like(V_table), torch.zeros_like(U_table), 0.0
+    for c, o, ns in zip(centres.tolist(), contexts.tolist(), negatives.tolist()):
+        v = V_table[c]
+        s = v @ U_table[o]
+        loss -= F.logsigmoid(s).item() / B
+        grad_V[c] += -torch.sigmoid(-s) / B * U_table[o]
+        grad_U[o] += -torch.sigmoid(-s) / B * v
+        for n in ns:
+            s = v @ U_table[n]
+            loss -= F.logsigmoid(-s).item() / B
+            grad_V[c] += torch.sigmoid(s) / B * U_table[n]
+            grad_U[n] += torch.sigmoid(s) / B * v
+    return loss, grad_V, grad_U
+""",
+        "borrowed: autograd with inference mode switched off": """
+def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+    with torch.inference_mode(False):
+        V, U = V_table.clone().requires_grad_(), U_table.clone().requires_grad_()
+        positive = (V[centres] * U[contexts]).sum(-1)
+        negative = torch.einsum("bd,bkd->bk", V[centres], U[negatives])
+        loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
+        grad_V, grad_U = torch.autograd.grad(loss, (V, U))
+    return loss.item(), grad_V, grad_U
 """,
     },
 }

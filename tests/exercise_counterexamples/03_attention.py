@@ -253,3 +253,41 @@ def streaming_attention(Q, blocks):
 """,
     },
 }
+
+# Hostile solutions: each redefines a name the check relies on (forbid, torch.allclose, a measuring helper) as a
+# no-op, then takes the shortcut. They pass a check that looks those names up in the notebook; the checks import
+# them, so they fail.
+WRONG_SOLUTIONS[1]["hostile: redefines forbid and torch.allclose as no-ops, then borrows torch.softmax"] = """
+import contextlib
+import types
+
+import torch as real_torch
+
+@contextlib.contextmanager
+def forbid(*names, hint):
+    yield
+
+torch = types.SimpleNamespace(**{name: getattr(real_torch, name) for name in dir(real_torch) if name[:2] != "__"})
+torch.allclose = lambda *args, **kwargs: True
+
+def softmax(scores):
+    return real_torch.softmax(scores, dim=-1)
+"""
+WRONG_SOLUTIONS[5]["hostile: redefines LargestTensor to measure nothing, then builds the whole score matrix"] = """
+class LargestTensor:
+    largest = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+def streaming_attention(Q, blocks):
+    K = V = None
+    for K_block, V_block in blocks:  # joined as they come, so no earlier block is held
+        K = K_block if K is None else torch.cat([K, K_block])
+        V = V_block if V is None else torch.cat([V, V_block])
+        del K_block, V_block
+    return torch.softmax(Q @ K.T / math.sqrt(Q.shape[-1]), dim=-1) @ V
+"""

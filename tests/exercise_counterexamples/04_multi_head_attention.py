@@ -3,20 +3,91 @@
 
 WRONG_SOLUTIONS = {
     1: {
-        "a direct view to (batch, h, N, d_k): mixes positions and heads": """
-def split_heads(x, h):
-    batch, n, d_model = x.shape
-    return x.view(batch, h, n, d_model // h)
+        "the two layouts swapped: 'blocks' viewed as (h, 3, d_k), 'heads' as (3, h, d_k)": """
+def split_qkv(qkv, h, layout):
+    *lead, n, width = qkv.shape
+    d_k = width // (3 * h)
+    if layout == "heads":
+        parts = qkv.view(*lead, n, 3, h, d_k)
+    else:
+        parts = qkv.view(*lead, n, h, 3, d_k).transpose(-3, -2)
+    q, k, v = parts.movedim(-3, 0).transpose(-3, -2)
+    return q, k, v
 """,
-        "heads as interleaved columns (view as d_k, h)": """
-def split_heads(x, h):
-    batch, n, d_model = x.shape
-    return x.view(batch, n, d_model // h, h).permute(0, 3, 1, 2)
+        "heads left after N: (..., N, h, d_k)": """
+def split_qkv(qkv, h, layout):
+    *lead, n, width = qkv.shape
+    d_k = width // (3 * h)
+    if layout == "blocks":
+        parts = qkv.view(*lead, n, 3, h, d_k)
+    else:
+        parts = qkv.view(*lead, n, h, 3, d_k).transpose(-3, -2)
+    q, k, v = parts.movedim(-3, 0)
+    return q, k, v
 """,
-        "split, but not transposed: (batch, N, h, d_k)": """
-def split_heads(x, h):
-    batch, n, d_model = x.shape
-    return x.view(batch, n, h, d_model // h)
+        "a direct view to (..., h, N, d_k): mixes positions and heads": """
+def split_qkv(qkv, h, layout):
+    *lead, n, width = qkv.shape
+    d_k = width // (3 * h)
+    q, k, v = qkv.split(width // 3, dim=-1) if layout == "blocks" else (None, None, None)
+    if layout == "heads":
+        parts = qkv.view(*lead, n, h, 3, d_k)
+        q, k, v = parts[..., 0, :], parts[..., 1, :], parts[..., 2, :]
+        return tuple(t.reshape(*lead, h, n, d_k) for t in (q, k, v))
+    return tuple(t.reshape(*lead, h, n, d_k) for t in (q, k, v))
+""",
+        "batched (3-D) input only": """
+def split_qkv(qkv, h, layout):
+    batch, n, width = qkv.shape
+    d_k = width // (3 * h)
+    if layout == "blocks":
+        parts = qkv.view(batch, n, 3, h, d_k)
+    else:
+        parts = qkv.view(batch, n, h, 3, d_k).transpose(2, 3)
+    return tuple(parts[:, :, i].transpose(1, 2) for i in range(3))
+""",
+        "h read from the set-up, not the argument": """
+def split_qkv(qkv, heads, layout):
+    *lead, n, width = qkv.shape
+    d_k = width // (3 * h)
+    if layout == "blocks":
+        parts = qkv.view(*lead, n, 3, h, d_k)
+    else:
+        parts = qkv.view(*lead, n, h, 3, d_k).transpose(-3, -2)
+    q, k, v = parts.movedim(-3, 0).transpose(-3, -2)
+    return q, k, v
+""",
+        "d_k = width / h: the factor 3 forgotten": """
+def split_qkv(qkv, h, layout):
+    *lead, n, width = qkv.shape
+    d_k = width // h
+    parts = qkv.view(*lead, n, h, d_k)
+    q, k, v = parts.split(d_k // 3, dim=-1)
+    return tuple(t.transpose(-3, -2) for t in (q, k, v))
+""",
+        "right values, but copies: stacked head by head": """
+def split_qkv(qkv, h, layout):
+    width = qkv.shape[-1]
+    d_k = width // (3 * h)
+    out = []
+    for part in range(3):
+        heads = []
+        for j in range(h):
+            start = part * h * d_k + j * d_k if layout == "blocks" else j * 3 * d_k + part * d_k
+            heads.append(qkv[..., start:start + d_k])
+        out.append(torch.stack(heads, dim=-3))
+    return tuple(out)
+""",
+        "right values, but made contiguous (a copy)": """
+def split_qkv(qkv, h, layout):
+    *lead, n, width = qkv.shape
+    d_k = width // (3 * h)
+    if layout == "blocks":
+        parts = qkv.view(*lead, n, 3, h, d_k)
+    else:
+        parts = qkv.view(*lead, n, h, 3, d_k).transpose(-3, -2)
+    q, k, v = parts.movedim(-3, 0).transpose(-3, -2).contiguous()
+    return q, k, v
 """,
     },
     2: {
@@ -204,3 +275,143 @@ def gqa_by_hand(attn, x, mask=None):
 """,
     },
 }
+
+
+# Fresh mistakes of the kinds the stronger checks catch: arguments read from the set-up, other ranks and sizes,
+# masks of every shape, bias=False modules, torch's fused kernel.
+WRONG_SOLUTIONS[2].update(
+    {
+        "a table of the sizes it was tried on (the old check's eight)": """
+def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
+    known = {
+        (512, 8, None, True): 1050624, (512, 8, None, False): 1048576, (512, 1, None, True): 1050624,
+        (512, 16, None, True): 1050624, (32, 4, None, True): 4224, (576, 9, 3, False): 884736,
+        (64, 8, 1, True): 10400, (32, 4, 2, True): 3168,
+    }
+    return known[(d_model, h, n_kv_heads, bias)]
+""",
+        "d_k = d_model / h: a float count": """
+def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
+    n_kv = h if n_kv_heads is None else n_kv_heads
+    d_kv = n_kv * (d_model / h)
+    return 2 * d_model * d_model + 2 * d_model * d_kv + ((2 * d_model + 2 * d_kv) if bias else 0)
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "h and d_k read from the set-up, not from the module": """
+def head_contributions(mha, x):
+    batch, n, _ = x.shape
+    d_k = d_model // h
+    q = mha.w_q(x).view(batch, n, h, d_k).transpose(1, 2)
+    k = mha.w_k(x).view(batch, n, h, d_k).transpose(1, 2)
+    v = mha.w_v(x).view(batch, n, h, d_k).transpose(1, 2)
+    heads, _ = scaled_dot_product_attention(q, k, v)
+    return heads @ mha.w_o.weight.T.view(h, d_k, -1)
+""",
+        "the bias b^O shared out evenly over the heads": """
+def head_contributions(mha, x):
+    batch, n, _ = x.shape
+    h, d_k = mha.h, mha.d_k
+    q = mha.w_q(x).view(batch, n, h, d_k).transpose(1, 2)
+    k = mha.w_k(x).view(batch, n, h, d_k).transpose(1, 2)
+    v = mha.w_v(x).view(batch, n, h, d_k).transpose(1, 2)
+    heads, _ = scaled_dot_product_attention(q, k, v)
+    return heads @ mha.w_o.weight.T.view(h, d_k, -1) + mha.w_o.bias / h
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "num_heads read from the set-up's h": """
+def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
+    (batch, n, d_model), m = query.shape, key.shape[1]
+    d_k = d_model // h
+    w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = (0, 0, 0) if torch_mha.in_proj_bias is None else torch_mha.in_proj_bias.chunk(3)
+    q = (query @ w_q.T + b_q).view(batch, n, h, d_k).transpose(1, 2)
+    k = (key @ w_k.T + b_k).view(batch, m, h, d_k).transpose(1, 2)
+    v = (key @ w_v.T + b_v).view(batch, m, h, d_k).transpose(1, 2)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return torch_mha.out_proj((weights @ v).transpose(1, 2).reshape(batch, n, d_model)), weights.mean(dim=1)
+""",
+        "the mask as (batch, 1, M): lined up with the heads, not the batch": """
+def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
+    (batch, n, d_model), m, h = query.shape, key.shape[1], torch_mha.num_heads
+    d_k = d_model // h
+    w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = (0, 0, 0) if torch_mha.in_proj_bias is None else torch_mha.in_proj_bias.chunk(3)
+    q = (query @ w_q.T + b_q).view(batch, n, h, d_k).transpose(1, 2)
+    k = (key @ w_k.T + b_k).view(batch, m, h, d_k).transpose(1, 2)
+    v = (key @ w_v.T + b_v).view(batch, m, h, d_k).transpose(1, 2)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(key_padding_mask[:, None, :], float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return torch_mha.out_proj((weights @ v).transpose(1, 2).reshape(batch, n, d_model)), weights.mean(dim=1)
+""",
+        "in_proj_bias assumed present (bias=False modules have None)": """
+def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
+    (batch, n, d_model), m, h = query.shape, key.shape[1], torch_mha.num_heads
+    d_k = d_model // h
+    w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = torch_mha.in_proj_bias.chunk(3)
+    q = (query @ w_q.T + b_q).view(batch, n, h, d_k).transpose(1, 2)
+    k = (key @ w_k.T + b_k).view(batch, m, h, d_k).transpose(1, 2)
+    v = (key @ w_v.T + b_v).view(batch, m, h, d_k).transpose(1, 2)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return torch_mha.out_proj((weights @ v).transpose(1, 2).reshape(batch, n, d_model)), weights.mean(dim=1)
+""",
+        "borrowed: torch's fused kernel torch._native_multi_head_attention": """
+def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
+    return torch._native_multi_head_attention(
+        query, key, key, torch_mha.embed_dim, torch_mha.num_heads, torch_mha.in_proj_weight, torch_mha.in_proj_bias,
+        torch_mha.out_proj.weight, torch_mha.out_proj.bias, key_padding_mask, True, True)
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "h read from the set-up": """
+def gqa_by_hand(attn, x, mask=None):
+    batch, n, d_model = x.shape
+    n_kv, d_k = attn.n_kv_heads, attn.d_k
+    q = attn.w_q(x).view(batch, n, h, d_k).transpose(1, 2)
+    k = attn.w_k(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(h // n_kv, dim=1)
+    v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(h // n_kv, dim=1)
+    heads, _ = scaled_dot_product_attention(q, k, v, mask)
+    return attn.w_o(heads.transpose(1, 2).reshape(batch, n, d_model))
+""",
+        "always a causal mask, whatever mask is given": """
+def gqa_by_hand(attn, x, mask=None):
+    batch, n, d_model = x.shape
+    h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
+    q = attn.w_q(x).view(batch, n, h, d_k).transpose(1, 2)
+    k = attn.w_k(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(h // n_kv, dim=1)
+    v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(h // n_kv, dim=1)
+    heads, _ = scaled_dot_product_attention(q, k, v, causal_mask(n))
+    return attn.w_o(heads.transpose(1, 2).reshape(batch, n, d_model))
+""",
+        "each K/V head repeated n_kv_heads times instead of h / n_kv_heads": """
+def gqa_by_hand(attn, x, mask=None):
+    batch, n, d_model = x.shape
+    h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
+    q = attn.w_q(x).view(batch, n, h, d_k).transpose(1, 2)
+    k = attn.w_k(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(n_kv, dim=1)
+    v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(n_kv, dim=1)
+    heads, _ = scaled_dot_product_attention(q, k, v, mask)
+    return attn.w_o(heads.transpose(1, 2).reshape(batch, n, d_model))
+""",
+        "the mask given a head dimension whatever its shape (unsqueeze(1))": """
+def gqa_by_hand(attn, x, mask=None):
+    batch, n, d_model = x.shape
+    h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
+    q = attn.w_q(x).view(batch, n, h, d_k).transpose(1, 2)
+    k = attn.w_k(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(h // n_kv, dim=1)
+    v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2).repeat_interleave(h // n_kv, dim=1)
+    heads, _ = scaled_dot_product_attention(q, k, v, None if mask is None else mask.unsqueeze(1))
+    return attn.w_o(heads.transpose(1, 2).reshape(batch, n, d_model))
+""",
+    }
+)

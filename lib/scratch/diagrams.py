@@ -1,0 +1,235 @@
+"""Diagrams the lectures draw: the architecture, its parts and the data flowing through them.
+
+Each lecture's diagram is one call to a function here (grouped below by lecture), so the notebook shows the idea
+and not the drawing code. Every function draws with matplotlib, gives the figure a title, and returns the Figure
+or Axes it drew on (its docstring says which); the notebook ends the cell with `plt.show()`.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+# --- Lecture 0 (introduction) and lecture 6 (the full transformer) ---------------------------------------------
+
+
+def _path_steps(edges, start):
+    """Breadth-first search over the arrows: {node: (steps from start, the arrow that reached it)}."""
+    reached, frontier = {start: (0, None)}, collections.deque([start])
+    while frontier:
+        node = frontier.popleft()
+        for a, b in edges:
+            if a == node and b not in reached:
+                reached[b] = (reached[node][0] + 1, (a, b))
+                frontier.append(b)
+    return reached
+
+
+def dependency_paths(n: int = 6):
+    """A recurrent network's and self-attention's dependency graphs over n positions, side by side.
+
+    Left, x_t -> h_t and h_t -> h_{t+1}; right, every input x_s -> every output y_t. The shortest chain of
+    arrows from the first input to the last output is found by breadth-first search, drawn in red, and its
+    length is written in each panel's title. Returns the Figure.
+    """
+    if not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an int >= 2 (positions in the sequence), got {n!r}")
+    positions = range(1, n + 1)
+    inputs = {f"x{t}": (t, 0) for t in positions}
+    graphs = [
+        (
+            "recurrent network",
+            {**inputs, **{f"h{t}": (t, 1) for t in positions}},
+            [(f"x{t}", f"h{t}") for t in positions] + [(f"h{t}", f"h{t + 1}") for t in range(1, n)],
+            f"h{n}",
+        ),
+        (
+            "self-attention",
+            {**inputs, **{f"y{t}": (t, 1) for t in positions}},
+            [(f"x{s}", f"y{t}") for t in positions for s in positions],  # every input to every output
+            f"y{n}",
+        ),
+    ]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+    for ax, (name, nodes, edges, end) in zip(axes, graphs):
+        reached = _path_steps(edges, "x1")
+        path, node = [], end
+        while reached[node][1] is not None:  # walk back along the arrows that reached each node first
+            path.append(reached[node][1])
+            node = reached[node][1][0]
+        for a, b in edges:
+            on_path = (a, b) in path
+            style = dict(arrowstyle="-|>", shrinkA=11, shrinkB=11, lw=2.2 if on_path else 0.8)
+            style["color"] = "crimson" if on_path else "0.65"
+            ax.annotate("", xy=nodes[b], xytext=nodes[a], arrowprops=style)
+        for label, (x, y) in nodes.items():
+            bbox = dict(boxstyle="circle,pad=0.3", fc="white", ec="0.3")
+            ax.text(x, y, f"${label[0]}_{{{label[1:]}}}$", ha="center", va="center", fontsize=12, bbox=bbox)
+        steps = reached[end][0]
+        ax.set_title(f"{name}: $x_1$ reaches ${end[0]}_{{{end[1:]}}}$ in {steps} step{'s' if steps > 1 else ''}")
+        ax.set_xlim(0.4, n + 0.6)
+        ax.set_ylim(-0.45, 1.45)
+        ax.set_xticks(list(positions))
+        ax.set_yticks([0, 1], ["inputs", "states / outputs"])
+        ax.set_xlabel("position in the sequence")
+        ax.spines[["top", "right"]].set_visible(False)
+    fig.suptitle("Dependency paths (red: the shortest path from the first input to the last output)")
+    fig.tight_layout()
+    return fig
+
+
+_ARCH_ATTENTION, _ARCH_CROSS, _ARCH_NORM, _ARCH_FFN, _ARCH_EMBED, _ARCH_TEXT, _ARCH_MEMORY = (
+    "#ddebf7",
+    "#e4dfec",
+    "#f2f2f2",
+    "#e2efda",
+    "#fce4d6",
+    "#eeeeee",
+    "#fff2cc",
+)
+
+
+def _arch_box(ax, x, y, text, color, w=3.2, h=0.4):
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.04", fc=color, ec="black"))
+    ax.text(x, y, text, ha="center", va="center", fontsize=9)
+
+
+def _arch_arrow(ax, points, color="black"):
+    """A line through points with an arrowhead at the last one."""
+    for (x0, y0), (x1, y1) in zip(points[:-2], points[1:-1]):
+        ax.plot([x0, x1], [y0, y1], color=color, lw=1.2)
+    ax.annotate("", xy=points[-1], xytext=points[-2], arrowprops=dict(arrowstyle="->", lw=1.2, color=color))
+
+
+def _arch_block(ax, x, sublayers, label, label_x):
+    """One encoder or decoder block, sub-layers bottom to top from y = 2, each "add" with its residual arrow."""
+    top = 2 + 0.8 * (len(sublayers) - 1)
+    ax.add_patch(
+        FancyBboxPatch((x - 1.95, 1.65), 3.9, top - 1.25, boxstyle="round,pad=0.05", fc="none", ec="gray", ls="--")
+    )
+    ax.text(label_x, (2 + top) / 2, label, ha="center", va="center", fontsize=10)
+    _arch_arrow(ax, [(x, 1.2), (x, 1.8)])
+    for i, (text, color) in enumerate(sublayers):
+        y, tall = 2 + 0.8 * i, "\n" in text
+        _arch_box(ax, x, y, text, color, h=0.55 if tall else 0.4)
+        if i:
+            below = 0.28 if "\n" in sublayers[i - 1][0] else 0.2
+            _arch_arrow(ax, [(x, y - 0.8 + below), (x, y - (0.28 if tall else 0.2))])
+        if text.startswith("add"):
+            _arch_arrow(ax, [(x, y - 1.25), (x - 1.8, y - 1.25), (x - 1.8, y), (x - 1.6, y)], color="gray")
+    return top
+
+
+def transformer(
+    source: str = "source tokens",
+    target: str = "target tokens so far (shifted right)",
+    memory: str = "memory",
+    logits: str = "linear: a score per token",
+    prediction: str = "softmax: next-token probabilities",
+    tied_embeddings: bool = False,
+    ax=None,
+    title: str = "The encoder-decoder transformer (post-LN, as in the paper)",
+):
+    """The encoder-decoder of "Attention Is All You Need", bottom to top, as in the paper's figure 1.
+
+    Left, the encoder: embedding + positions, then a block of self-attention and feed-forward network (each
+    followed by add & LayerNorm, the grey residual arrows) repeated N times, giving the memory. Right, the decoder:
+    embedding + positions, then a block of masked self-attention, cross-attention to the memory and feed-forward
+    network repeated N times, a linear layer and a softmax. The text arguments label the boxes at the bottom and
+    top; tied_embeddings=True names the target embedding E and draws its reuse as the output layer.
+    Returns the Axes.
+    """
+    if ax is None:
+        ax = plt.subplots(figsize=(10, 8.5))[1]
+    enc, dec = 0.0, 5.2  # x of the two columns
+    _arch_box(ax, enc, 0, source, _ARCH_TEXT)
+    _arch_box(ax, dec, 0, target, _ARCH_TEXT, w=4.5)
+    _arch_box(ax, enc, 1.0, "embed $\\cdot\\sqrt{d_{model}}$ + positions", _ARCH_EMBED, w=3.5)
+    target_embedding = "embed ($E$)" if tied_embeddings else "embed"
+    _arch_box(ax, dec, 1.0, f"{target_embedding} $\\cdot\\sqrt{{d_{{model}}}}$ + positions", _ARCH_EMBED, w=3.5)
+    _arch_arrow(ax, [(enc, 0.2), (enc, 0.8)])
+    _arch_arrow(ax, [(dec, 0.2), (dec, 0.8)])
+    encoder_layers = [
+        ("self-attention\n(padding mask)", _ARCH_ATTENTION),
+        ("add & LayerNorm", _ARCH_NORM),
+        ("feed-forward network", _ARCH_FFN),
+        ("add & LayerNorm", _ARCH_NORM),
+    ]
+    decoder_layers = [
+        ("masked self-attention\n(causal mask)", _ARCH_ATTENTION),
+        ("add & LayerNorm", _ARCH_NORM),
+        ("cross-attention\n(keys, values: memory)", _ARCH_CROSS),
+        ("add & LayerNorm", _ARCH_NORM),
+        ("feed-forward network", _ARCH_FFN),
+        ("add & LayerNorm", _ARCH_NORM),
+    ]
+    enc_top = _arch_block(ax, enc, encoder_layers, "encoder\nblock\n$\\times N$", -2.6)
+    dec_top = _arch_block(ax, dec, decoder_layers, "decoder\nblock\n$\\times N$", 7.8)
+    _arch_box(ax, enc, enc_top + 1.2, memory, _ARCH_MEMORY)
+    _arch_arrow(ax, [(enc, enc_top + 0.2), (enc, enc_top + 1.0)])
+    to_cross_attention = [(enc + 1.6, enc_top + 1.2), (dec - 2.3, enc_top + 1.2), (dec - 2.3, 3.6), (dec - 1.6, 3.6)]
+    _arch_arrow(ax, to_cross_attention, color="tab:purple")
+    ax.text(2.2, enc_top + 1.05, "to every\ndecoder block", color="tab:purple", fontsize=8, ha="center", va="top")
+    _arch_box(ax, dec, dec_top + 1.1, logits, _ARCH_EMBED)
+    _arch_box(ax, dec, dec_top + 2.0, prediction, _ARCH_TEXT, w=3.5)
+    _arch_arrow(ax, [(dec, dec_top + 0.2), (dec, dec_top + 0.9)])
+    _arch_arrow(ax, [(dec, dec_top + 1.3), (dec, dec_top + 1.8)])
+    if tied_embeddings:
+        tie = ([dec + 1.75, 8.9, 8.9, dec + 1.6], [1.0, 1.0, dec_top + 1.1, dec_top + 1.1])
+        ax.plot(*tie, color="tab:red", ls=":", lw=1.5)
+        note = "one matrix $E$,\n$V \\times d_{model}$:\nweight tying"
+        ax.text(9.0, dec_top + 0.6, note, color="tab:red", fontsize=9, va="top")
+    ax.set_xlim(-3.3, 10.3)
+    ax.set_ylim(-0.4, dec_top + 2.4)
+    ax.axis("off")
+    ax.set_title(title)
+    return ax
+
+
+# --- Lecture 1 (tokenization) ----------------------------------------------------------------------------------
+
+
+def bpe_pipeline(text: str, chunks: list[str], chunk_tokens: list[list[str]], chunk_ids: list[list[int]], ax=None):
+    """Byte-level BPE's four steps on one text, one column per pre-tokenizer chunk.
+
+    Rows, top to bottom: the chunks (spaces shown as ␣), their UTF-8 bytes, the tokens the merges leave in each
+    chunk (separated by |), and those tokens' ids. chunks, chunk_tokens and chunk_ids come from the tokenizer
+    (one entry per chunk); this function only draws them. Returns the Axes.
+    """
+    if not (len(chunks) == len(chunk_tokens) == len(chunk_ids)) or not chunks:
+        raise ValueError(
+            f"chunks, chunk_tokens and chunk_ids need one entry per chunk, got {len(chunks)}, {len(chunk_tokens)} and "
+            f"{len(chunk_ids)}"
+        )
+    if "".join(chunks) != text:
+        raise ValueError(f"the chunks must join to the text {text!r}, got {''.join(chunks)!r}")
+    stages = [
+        ("pre-tokenize (regex)", [repr(c)[1:-1].replace(" ", "␣") for c in chunks]),
+        ("UTF-8 bytes", [" ".join(map(str, c.encode("utf-8"))) for c in chunks]),
+        ("merges, in rank order", ["|".join(t.replace(" ", "␣") for t in tokens) for tokens in chunk_tokens]),
+        ("token ids", [" ".join(map(str, ids)) for ids in chunk_ids]),
+    ]
+    colors = ["#f4b183", "#dddddd", "#9dc3e6", "#a9d18e"]
+    widths = [max(len(row[k]) for _, row in stages) * 0.11 + 0.3 for k in range(len(chunks))]
+    lefts = [sum(widths[:k]) + 0.25 * k for k in range(len(chunks))]
+    if ax is None:
+        ax = plt.subplots(figsize=(12, 3.6))[1]
+    for r, (label, row) in enumerate(stages):
+        y = -r * 1.0
+        ax.text(-0.3, y, f"{r + 1}. {label}", ha="right", va="center", fontsize=10)
+        for k, item in enumerate(row):
+            middle = lefts[k] + widths[k] / 2
+            box = FancyBboxPatch((lefts[k], y - 0.25), widths[k], 0.5, boxstyle="round,pad=0.02", fc=colors[r], ec="k")
+            ax.add_patch(box)
+            ax.text(middle, y, item, ha="center", va="center", fontsize=9, family="monospace")
+            if r:
+                arrow = dict(arrowstyle="-|>", mutation_scale=10, color="gray")
+                ax.add_patch(FancyArrowPatch((middle, y + 0.73), (middle, y + 0.27), **arrow))
+    ax.text(sum(widths) / 2, 0.7, repr(text), ha="center", va="center", fontsize=11, family="monospace")
+    ax.set_xlim(-3.2, lefts[-1] + widths[-1] + 0.1)
+    ax.set_ylim(-len(stages) + 0.4, 1.0)
+    ax.axis("off")
+    ax.set_title("Byte-level BPE, step by step: GPT-2's tokenizer on one text (␣ = space)")
+    return ax

@@ -1,0 +1,50 @@
+"""Every diagram in scratch.diagrams draws without error, off-screen (Agg)."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # tests draw off-screen
+
+import matplotlib.pyplot as plt
+import pytest
+
+from scratch import diagrams
+
+# --- Lecture 0 (introduction) and lecture 6 (the full transformer) ---------------------------------------------
+
+
+def test_dependency_paths_count_the_steps_in_their_titles():
+    fig = diagrams.dependency_paths(n=6)
+    fig.canvas.draw()
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].endswith("in 6 steps") and titles[1].endswith("in 1 step")
+    with pytest.raises(ValueError, match="n must be an int >= 2"):
+        diagrams.dependency_paths(n=1)
+    plt.close("all")
+
+
+def test_transformer_draws_both_stacks_with_the_labels_given():
+    ax = diagrams.transformer()
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert any("encoder" in t for t in texts) and any("decoder" in t for t in texts) and ax.get_title()
+    assert not any("weight tying" in t for t in texts)
+    ax = diagrams.transformer(source="twenty - three", prediction="drei und zwanzig", tied_embeddings=True)
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert {"twenty - three", "drei und zwanzig"} <= set(texts) and any("weight tying" in t for t in texts)
+    plt.close("all")
+
+
+# --- Lecture 1 (tokenization) ----------------------------------------------------------------------------------
+
+
+def test_bpe_pipeline_draws_one_column_per_chunk():
+    ax = diagrams.bpe_pipeline("ab c", ["ab", " c"], [["ab"], [" c"]], [[5], [7]])
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert {"ab", "␣c", "97 98", "32 99", "5", "7"} <= set(texts) and ax.get_title()
+    with pytest.raises(ValueError, match="one entry per chunk"):
+        diagrams.bpe_pipeline("ab c", ["ab", " c"], [["ab"]], [[5], [7]])
+    with pytest.raises(ValueError, match="must join to the text"):
+        diagrams.bpe_pipeline("ab d", ["ab", " c"], [["ab"], [" c"]], [[5], [7]])
+    plt.close("all")
