@@ -24,6 +24,7 @@ A module imports only modules above it in this table (tests/test_package.py hold
     pretrained     Hugging Face weights in the course's models (GPT-2, Llama/SmolLM2, BERT/MiniLM)
     checkpoints    the course's own checkpoints (tiny T5s, MiniLM's fine-tunes), as models or plain folders
     viz            attention heatmaps and positional-encoding plots, bertviz offline
+    diagrams       the figures the lectures draw: the architecture, its parts and the data flowing through them
     exercises      forbid(...): exercise checks that refuse the library's shortcuts
     check          is this machine ready? OK/FAIL per package and asset (`python -m scratch.check`)
 

@@ -9,8 +9,8 @@
     load_nsp_classifier    the next-sentence model (minilm-nsp)
     load_ner_tagger        the person/place tagger (minilm-ner), and tag_words to run it
     is_next_probability    P(IsNext) for sentence pairs, from a next-sentence model
-    merged_model_dir       a MiniLM checkpoint as an ordinary transformers folder (adapters merged), for Auto classes
-                           and pipeline()
+    merged_model_dir       a MiniLM checkpoint as an ordinary transformers folder (adapters merged), for the Auto
+                           classes and pipeline()
 
 MiniLM's checkpoints hold only what training changed (scratch.lora.trainable_state); their metadata names the
 adapters' rank and alpha. Everything else is MiniLM's, as installed.
@@ -19,6 +19,10 @@ adapters' rank and alpha. Everything else is MiniLM's, as installed.
 from __future__ import annotations
 
 import copy
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -29,18 +33,20 @@ from transformers import (
     AutoTokenizer,
     BertForMaskedLM,
     BertForNextSentencePrediction,
+    BertForTokenClassification,
     T5ForConditionalGeneration,
 )
 from transformers.utils import logging
 
 from scratch import assets
 from scratch.attention import padding_mask
-from scratch.lora import add_lora
+from scratch.lora import add_lora, merge_lora
 from scratch.models import BERT
-from scratch.pretrained import from_hf_bert
+from scratch.pretrained import BERT_LAYER, from_hf_bert
 from scratch.training import eval_mode
 
 CHECKPOINT_DIR = assets.ROOT / "data" / "checkpoints"
+MERGED_DIR = assets.CACHE_DIR / "checkpoints"  # merged_model_dir's folders, written at first use
 
 
 UNSAFE_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
@@ -100,6 +106,17 @@ def load_tiny_t5(name: str = "tiny-t5"):
 # ---------------------------------------------------------------- MiniLM's fine-tunes
 
 
+@contextmanager
+def _heads_newly_initialised():
+    """Silence transformers' notice that a head's weights are newly initialised: MiniLM ships no task heads."""
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+
+
 def minilm_for(model_class, heads: tuple[str, ...], lora_rank: int | None = 16, lora_alpha: float = 32.0):
     """all-MiniLM-L6-v2 loaded as a transformers BERT model class (BertForMaskedLM, BertForNextSentencePrediction,
     ...), untrained, with what a fine-tune trains marked trainable (requires_grad) and everything else frozen.
@@ -108,12 +125,8 @@ def minilm_for(model_class, heads: tuple[str, ...], lora_rank: int | None = 16, 
     weights, so transformers initialises them) and, with lora_rank r, low-rank adapters on every Linear of the
     6 encoder blocks (Q, K, V, attention output, both FFN layers) plus the encoder's biases and LayerNorms.
     """
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # MiniLM has no cls.* weights: the "newly initialised" notice is expected
-    try:
+    with _heads_newly_initialised():
         model = model_class.from_pretrained(assets.minilm_dir())
-    finally:
-        logging.set_verbosity(verbosity)
     for p in model.parameters():
         p.requires_grad_(False)
     if lora_rank is not None:
@@ -296,3 +309,70 @@ def tag_words(
             previous = word
         out.append(word_tags)
     return out
+
+
+# ---------------------------------------------------------------- MiniLM's fine-tunes as ordinary transformers folders
+
+
+def merged_model_dir(name: str) -> Path:
+    """A MiniLM checkpoint of the course as an ordinary transformers folder (config.json, model.safetensors,
+    tokenizer files) under data/cache/checkpoints/, written at first use and again when the checkpoint changes.
+
+    minilm-lora-mlm and minilm-mlm-head become a BertForMaskedLM, minilm-nsp a BertForNextSentencePrediction: the
+    LoRA adapters merged into MiniLM's weights (W + (α/r) B A, scratch.lora.merge_lora). minilm-ner becomes a
+    BertForTokenClassification: the tagger's block in place of MiniLM's last block, its tag layer as the
+    classifier, the tags as config.id2label. Load the folder with AutoModelForMaskedLM,
+    AutoModelForNextSentencePrediction or AutoModelForTokenClassification, or give it to pipeline("fill-mask")
+    or pipeline("token-classification"); the logits are the course loaders' (load_lora_mlm, load_nsp_classifier,
+    load_ner_tagger) up to float rounding.
+    """
+    weights = checkpoint_dir(name) / "model.safetensors"
+    folder = MERGED_DIR / name
+    source = assets.sha256_of(weights)
+    marker = folder / ".converted-from"
+    if marker.is_file() and marker.read_text().strip() == source:
+        return folder
+    MERGED_DIR.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=MERGED_DIR))  # complete before it takes the name
+    try:
+        model = _as_transformers_model(name)
+        model.save_pretrained(staging, safe_serialization=True)
+        AutoTokenizer.from_pretrained(assets.minilm_dir()).save_pretrained(staging)
+        (staging / ".converted-from").write_text(source)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(staging, folder)
+    except OSError:  # another process wrote the folder at the same moment: keep its copy
+        if not (marker.is_file() and marker.read_text().strip() == source):
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _as_transformers_model(name: str) -> nn.Module:
+    """The checkpoint as one plain transformers BERT model (no adapters, no scratch modules), in eval mode."""
+    weights, metadata = read_checkpoint(name)
+    if "tags" in metadata:
+        return _ner_as_token_classifier(name)
+    if any(key.startswith("cls.seq_relationship.") for key in weights):
+        model, _ = load_nsp_classifier(name)
+    else:
+        model, _ = load_lora_mlm(name)
+    return merge_lora(model)
+
+
+def _ner_as_token_classifier(name: str) -> BertForTokenClassification:
+    """load_ner_tagger's tagger as a BertForTokenClassification: MiniLM with its last layer replaced by the
+    tagger's block (adapters merged) and the tag layer as the classifier. The same computation: the tagger reads
+    the output of MiniLM's first N - 1 blocks, as MiniLM's last layer does."""
+    _, tagger, _, tags = load_ner_tagger(name)
+    block = merge_lora(tagger.block)
+    with _heads_newly_initialised():  # the classifier: overwritten below
+        model = BertForTokenClassification.from_pretrained(
+            assets.minilm_dir(), id2label=dict(enumerate(tags)), label2id={tag: i for i, tag in enumerate(tags)}
+        )
+    layer = model.bert.encoder.layer[-1]
+    for ours, theirs in BERT_LAYER.items():
+        layer.get_submodule(theirs).load_state_dict(block.get_submodule(ours).state_dict())
+    model.classifier.load_state_dict(tagger.head.state_dict())
+    return model.eval()

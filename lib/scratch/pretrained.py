@@ -18,6 +18,17 @@ from torch import nn
 from scratch.models import BERT, GPT, GPTConfig
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+# Our post-LN EncoderBlock's parts -> the same parts of transformers' BertLayer (both directions use it)
+BERT_LAYER = {
+    "self_attn.w_q": "attention.self.query",
+    "self_attn.w_k": "attention.self.key",
+    "self_attn.w_v": "attention.self.value",
+    "self_attn.w_o": "attention.output.dense",
+    "norm1": "attention.output.LayerNorm",
+    "ffn.linear1": "intermediate.dense",
+    "ffn.linear2": "output.dense",
+    "norm2": "output.LayerNorm",
+}
 
 
 def _copy(pairs: list[tuple[nn.Module, nn.Module | dict, str]]) -> None:
@@ -174,17 +185,7 @@ def from_hf_bert(hf_model) -> BERT:
         (model.norm, embeddings.LayerNorm),
     ]
     for block, layer in zip(model.blocks, bert.encoder.layer):
-        attention = layer.attention
-        pairs += [
-            (block.self_attn.w_q, attention.self.query),
-            (block.self_attn.w_k, attention.self.key),
-            (block.self_attn.w_v, attention.self.value),
-            (block.self_attn.w_o, attention.output.dense),
-            (block.norm1, attention.output.LayerNorm),
-            (block.ffn.linear1, layer.intermediate.dense),
-            (block.ffn.linear2, layer.output.dense),
-            (block.norm2, layer.output.LayerNorm),
-        ]
+        pairs += [(block.get_submodule(ours), layer.get_submodule(theirs)) for ours, theirs in BERT_LAYER.items()]
     _copy(_named(pairs, bert))
     return model.eval()
 
