@@ -180,20 +180,20 @@ def _fetch_npm(pkg: Package) -> None:
             f"Fix: install Node.js with npm (`apt-get install npm`, or `conda install nodejs`), "
             f"then run: {FIX_ALL}"
         )
-    with tempfile.TemporaryDirectory() as tmp:
-        result = subprocess.run(
-            ["npm", "pack", "--silent", "--pack-destination", tmp, pkg.spec], capture_output=True, text=True
-        )
-        tgz = next(Path(tmp).glob("*.tgz"), None)
-        if result.returncode != 0 or tgz is None:
-            raise AssetError(
-                f"`npm pack {pkg.spec}` failed (is the npm registry reachable?): "
-                f"{result.stderr.strip()[-400:]}\nFix: once the registry is reachable, run: {FIX_ALL}"
-            )
-        _replace_folder_after_checksum(tgz, pkg, "the registry")
-        with tarfile.open(tgz) as tar:
-            tar.extractall(pkg.folder, filter="data")
-    (pkg.folder / ".verified").write_text(pkg.sha256)
+
+    def untar(archive: Path, folder: Path) -> None:
+        with tarfile.open(archive) as tar:
+            tar.extractall(folder, filter="data")
+
+    _fetch_archive(
+        pkg,
+        lambda tmp: ["npm", "pack", "--silent", "--pack-destination", tmp, pkg.spec],
+        ".tgz",
+        "the registry",
+        f"`npm pack {pkg.spec}` failed (is the npm registry reachable?)",
+        f"once the registry is reachable, run: {FIX_ALL}",
+        untar,
+    )
 
 
 def apt_available() -> bool:
@@ -208,21 +208,38 @@ def _fetch_deb(pkg: Package) -> None:
             "tools), so it cannot be fetched here. It is optional: the notebooks and `make test` work "
             "without it (the tests that need it skip). Fix (Debian/Ubuntu only): " + FIX_ALL
         )
-    with tempfile.TemporaryDirectory() as tmp:
-        result = subprocess.run(["apt-get", "download", pkg.spec], cwd=tmp, capture_output=True, text=True)
-        if result.returncode != 0:  # a fresh machine has no package lists yet: fetch them once, then retry
-            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True)
-            result = subprocess.run(["apt-get", "download", pkg.spec], cwd=tmp, capture_output=True, text=True)
-        deb = next(Path(tmp).glob("*.deb"), None)
-        if result.returncode != 0 or deb is None:
-            raise AssetError(
-                f"`apt-get download {pkg.spec}` failed (run `apt-get update` first; is the Debian "
-                f"archive reachable?): {result.stderr.strip()[-400:]}\nFix: apt-get update; {FIX_ALL}"
-            )
-        _replace_folder_after_checksum(deb, pkg, "the archive")
-        result = subprocess.run(["dpkg-deb", "-x", str(deb), str(pkg.folder)], capture_output=True, text=True)
+
+    def unpack(deb: Path, folder: Path) -> None:
+        result = subprocess.run(["dpkg-deb", "-x", str(deb), str(folder)], capture_output=True, text=True)
         if result.returncode != 0:
             raise AssetError(f"`dpkg-deb -x` failed on {deb.name}: {result.stderr.strip()[-400:]}")
+
+    _fetch_archive(
+        pkg,
+        lambda tmp: ["apt-get", "download", pkg.spec],
+        ".deb",
+        "the archive",
+        f"`apt-get download {pkg.spec}` failed (run `apt-get update` first; is the Debian archive reachable?)",
+        f"apt-get update; {FIX_ALL}",
+        unpack,
+        retry_after=["apt-get", "update", "-qq"],  # a fresh machine has no package lists yet: fetch them once
+    )
+
+
+def _fetch_archive(pkg, command, suffix, source, failure, fix, unpack, retry_after=None) -> None:
+    """Run command(tmp) in a temporary folder to download pkg's archive (*suffix); refuse it unless its SHA-256 is
+    the pinned one; unpack(archive, pkg.folder); mark the folder verified. retry_after: a command to run before
+    one more try when the first fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = subprocess.run(command(tmp), cwd=tmp, capture_output=True, text=True)
+        if result.returncode != 0 and retry_after is not None:
+            subprocess.run(retry_after, capture_output=True, text=True)
+            result = subprocess.run(command(tmp), cwd=tmp, capture_output=True, text=True)
+        archive = next(Path(tmp).glob(f"*{suffix}"), None)
+        if result.returncode != 0 or archive is None:
+            raise AssetError(f"{failure}: {result.stderr.strip()[-400:]}\nFix: {fix}")
+        _replace_folder_after_checksum(archive, pkg, source)
+        unpack(archive, pkg.folder)
     (pkg.folder / ".verified").write_text(pkg.sha256)
 
 
