@@ -48,3 +48,17 @@ def test_bpe_pipeline_draws_one_column_per_chunk():
     with pytest.raises(ValueError, match="must join to the text"):
         diagrams.bpe_pipeline("ab d", ["ab", " c"], [["ab"], [" c"]], [[5], [7]])
     plt.close("all")
+
+
+# --- Lecture 9 (T5) -------------------------------------------------------------------------------------------
+
+
+def test_teacher_forcing_draws_both_rows_and_refuses_unequal_lengths():
+    ax = diagrams.teacher_forcing(["<pad>", "▁d", "▁c"], ["▁d", "▁c", "</s>"])
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert {"<pad>", "▁d", "▁c", "</s>", "decoder input"} <= set(texts) and ax.get_title()
+    assert len(ax.patches) == 3 * 2 + 3 + 2  # 6 boxes, 3 arrows down, 2 dashed arrows to the next input
+    with pytest.raises(ValueError, match="one piece per position"):
+        diagrams.teacher_forcing(["<pad>"], ["▁d", "</s>"])
+    plt.close("all")

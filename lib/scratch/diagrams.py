@@ -233,3 +233,39 @@ def bpe_pipeline(text: str, chunks: list[str], chunk_tokens: list[list[str]], ch
     ax.axis("off")
     ax.set_title("Byte-level BPE, step by step: GPT-2's tokenizer on one text (␣ = space)")
     return ax
+
+
+# --- Lecture 9 (T5) -------------------------------------------------------------------------------------------
+
+
+def teacher_forcing(decoder_input: list[str], labels: list[str], ax=None):
+    """Teacher forcing as two rows of boxes: each column is one decoder position, which reads the decoder-input piece
+    above it and is trained to output the label below it; a dashed arrow from each label to the next column's input
+    shows the input as the labels shifted right. decoder_input and labels are the pieces as strings, one per
+    position (the same length). Returns the Axes.
+    """
+    if len(decoder_input) != len(labels) or not labels:
+        raise ValueError(
+            f"decoder_input and labels need one piece per position, the same number: got {len(decoder_input)} "
+            f"and {len(labels)}"
+        )
+    if ax is None:
+        ax = plt.subplots(figsize=(9, 2.6))[1]
+    step = 1.3  # the distance between columns
+    for t, (piece_in, piece_out) in enumerate(zip(decoder_input, labels)):
+        x = t * step
+        for y, text, colour in [(1.0, piece_in, "#dbe9f6"), (0.0, piece_out, "#fde3c8")]:
+            ax.add_patch(FancyBboxPatch((x, y), 1.1, 0.5, boxstyle="square,pad=0", facecolor=colour, edgecolor="black"))
+            ax.text(x + 0.55, y + 0.25, text, ha="center", va="center", fontsize=10)
+        ax.add_patch(FancyArrowPatch((x + 0.55, 1.0), (x + 0.55, 0.5), arrowstyle="->", mutation_scale=12))
+        if t + 1 < len(labels):  # label t becomes the input of position t + 1
+            shifted = FancyArrowPatch((x + 0.9, 0.5), (x + 1.5, 1.0), arrowstyle="->", mutation_scale=10, color="grey")
+            shifted.set_linestyle("--")
+            ax.add_patch(shifted)
+    ax.text(-0.2, 1.25, "decoder input", ha="right", va="center")
+    ax.text(-0.2, 0.25, "labels (predicted)", ha="right", va="center")
+    ax.set_xlim(-2.6, len(labels) * step)
+    ax.set_ylim(-0.2, 1.7)
+    ax.axis("off")
+    ax.set_title("teacher forcing: the decoder input is the labels shifted right, <pad> in front")
+    return ax
