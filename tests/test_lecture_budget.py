@@ -27,8 +27,6 @@ OVER_BUDGET = {
     "03_attention": "issue 26",
     "04_multi_head_attention": "issue 26",
     "05_transformer_block": "issue 26",
-    "06_full_transformer": "issue 26",
-    "07_bert": "issue 29",
     "10_decoding": "issue 26",
 }
 
