@@ -50,6 +50,23 @@ def test_bpe_pipeline_draws_one_column_per_chunk():
     plt.close("all")
 
 
+# --- Lecture 7 (BERT) --------------------------------------------------------------------------------------------
+
+
+def test_attention_maps_draw_one_panel_per_head_on_one_scale():
+    import torch
+
+    weights = torch.softmax(torch.randn(2, 3, 5, 5), dim=-1)
+    fig = diagrams.attention_maps(weights, "a short sentence")
+    fig.canvas.draw()
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 6 and all(ax.images[0].get_clim() == (0.0, 1.0) for ax in panels)
+    assert "2 × 3 = 6" in fig.get_suptitle() and "a short sentence" in fig.get_suptitle()
+    with pytest.raises(ValueError, match=r"shape \(layers, heads, n, n\)"):
+        diagrams.attention_maps(weights[0], "x")
+    plt.close("all")
+
+
 # --- Lecture 9 (T5) -------------------------------------------------------------------------------------------
 
 

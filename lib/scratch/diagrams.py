@@ -235,6 +235,38 @@ def bpe_pipeline(text: str, chunks: list[str], chunk_tokens: list[list[str]], ch
     return ax
 
 
+# --- Lecture 7 (BERT) --------------------------------------------------------------------------------------------
+
+
+def attention_maps(weights, sentence: str, vmax: float = 1.0):
+    """Every attention map of an encoder for one sentence, in a grid: one row per layer, one column per head.
+
+    weights has shape (layers, heads, n, n) (a tensor or array; rows the attending token, columns the attended
+    one). All maps share one colour scale from 0 to vmax (1, the largest weight a softmax can give), so a pale map
+    is a spread-out one; one colour bar is labelled. sentence is named in the title. Returns the Figure.
+    """
+    shape = tuple(getattr(weights, "shape", ()))
+    if len(shape) != 4 or shape[2] != shape[3]:
+        raise ValueError(f"weights must have shape (layers, heads, n, n), got {shape}")
+    layers, heads = shape[:2]
+    fig, axes = plt.subplots(layers, heads, figsize=(1.25 * heads, 1.4 * layers), layout="constrained", squeeze=False)
+    for layer in range(layers):
+        for head in range(heads):
+            ax = axes[layer, head]
+            image = ax.imshow(weights[layer][head], cmap="viridis", vmin=0.0, vmax=vmax)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if layer == 0:
+                ax.set_title(f"head {head}", fontsize=9)
+            if head == 0:
+                ax.set_ylabel(f"layer {layer}", fontsize=9)
+    fig.colorbar(image, ax=axes, shrink=0.6, label=f"attention weight (one scale for all {layers * heads} maps)")
+    fig.suptitle(f"All {layers} × {heads} = {layers * heads} attention maps for '{sentence}'")
+    fig.supxlabel("key token, first to last, left to right (attended to)")
+    fig.supylabel("query token, first to last, top to bottom (attending)")
+    return fig
+
+
 # --- Lecture 9 (T5) -------------------------------------------------------------------------------------------
 
 
