@@ -1,4 +1,5 @@
-"""scratch.training: determinism, the schedule, that loss goes down, evaluation hooks, bad input."""
+"""scratch.training: determinism, the schedule, that loss goes down, evaluation hooks, a Run stopped and resumed,
+bad input."""
 
 import math
 
@@ -10,6 +11,8 @@ from scratch import seed_everything
 from scratch.models import GPT, GPTConfig, Transformer
 from scratch.training import (
     History,
+    Run,
+    decay_groups,
     default_loss,
     estimate_loss,
     eval_mode,
@@ -107,6 +110,54 @@ def test_lr_schedule():
     assert lr_factor(50, 100, schedule="constant") == 1.0
 
 
+def test_lr_schedule_can_decay_during_warmup():
+    """The warm-up ramp times a cosine that starts at step 0 (the tiny T5s' schedule), to min_factor at the end."""
+    for step in (0, 5, 9, 10, 50, 99):
+        cosine = 0.5 * (1 + math.cos(math.pi * step / 99))
+        expected = min((step + 1) / 10, 1.0) * (0.2 + 0.8 * cosine)
+        assert lr_factor(step, 100, 10, min_factor=0.2, decay_during_warmup=True) == pytest.approx(expected)
+    assert lr_factor(5, 100, 10, schedule="constant", decay_during_warmup=True) == pytest.approx(0.6)
+
+
+def counting_run(folder=None, steps=12):
+    model = tiny_gpt()
+    optimizer = torch.optim.AdamW(decay_groups(model), lr=3e-3)
+    rng = torch.Generator().manual_seed(3)
+
+    def next_batches():  # two batches a step, drawn from the run's own generator
+        starts = torch.randint(12, (2, 4, 1), generator=rng)
+        x = (starts + torch.arange(9)) % 12
+        return [(row[:, :-1], row[:, 1:]) for row in x]
+
+    run = Run(model, optimizer, steps, lambda step: lr_factor(step, steps, 3), folder=folder, save_every=4, rng=rng)
+    return run, next_batches
+
+
+def test_run_stopped_and_resumed_equals_one_run(tmp_path):
+    whole, batches = counting_run()
+    whole.train(batches, lambda m: {"loss": 1.0, "accuracy": 0.5}, eval_every=4, progress=False)
+    stopped, batches = counting_run(tmp_path)
+    stopped.train(batches, lambda m: {"loss": 1.0, "accuracy": 0.5}, eval_every=4, stop_after=6, progress=False)
+    assert stopped.step == 6 and (tmp_path / "state.pt").is_file()
+    resumed, batches = counting_run(tmp_path)  # a new process would build the same run: it resumes at step 6
+    assert resumed.step == 6 and resumed.history.train_loss == stopped.history.train_loss
+    resumed.train(batches, lambda m: {"loss": 1.0, "accuracy": 0.5}, eval_every=4, progress=False)
+    assert resumed.history.train_loss == whole.history.train_loss
+    assert [e["step"] for e in whole.history.evals] == [4, 8, 12]
+    assert [e["step"] for e in resumed.history.evals] == [4, 6, 8, 12]  # and where the stopped run ended
+    for ours, theirs in zip(resumed.model.parameters(), whole.model.parameters()):
+        assert torch.equal(ours, theirs)
+    assert resumed.history.lr == pytest.approx([3e-3 * lr_factor(s, 12, 3) for s in range(12)])
+
+
+def test_decay_groups_leave_biases_and_gains_alone():
+    model = tiny_gpt()
+    decayed, kept = decay_groups(model, 0.1)
+    assert decayed["weight_decay"] == 0.1 and kept["weight_decay"] == 0.0
+    assert all(p.dim() >= 2 for p in decayed["params"]) and all(p.dim() < 2 for p in kept["params"])
+    assert len(decayed["params"]) + len(kept["params"]) == len(list(model.parameters()))
+
+
 def test_sequence_loss():
     logits = torch.zeros(2, 3, 5)
     targets = torch.tensor([[1, 2, -100], [0, -100, -100]])
@@ -137,7 +188,10 @@ def test_eval_mode_turns_dropout_off_and_restores_the_mode():
 
 def test_plot_history():
     history = History(
-        step=[1, 2, 3, 4], train_loss=[3.0, 2.0, 1.5, 1.0], lr=[1.0] * 4, eval_step=[2, 4], eval_loss=[2.5, 1.2]
+        step=[1, 2, 3, 4],
+        train_loss=[3.0, 2.0, 1.5, 1.0],
+        lr=[1.0] * 4,
+        evals=[{"step": 2, "loss": 2.5}, {"step": 4, "loss": 1.2}],
     )
     ax = plot_history(history, title="demo", smooth=2)
     assert ax.get_title() == "demo" and ax.get_xlabel() == "step" and ax.get_ylabel()

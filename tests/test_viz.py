@@ -17,12 +17,6 @@ def test_attention_heatmap_labels_and_title():
     plt.close("all")
 
 
-def test_heads_grid_has_one_panel_per_head():
-    fig = viz.plot_attention_heads(torch.softmax(torch.randn(5, 3, 3), dim=-1), list("abc"), ncols=4)
-    assert sum(ax.get_title().startswith("head") for ax in fig.axes) == 5
-    plt.close("all")
-
-
 def test_attention_grid_shares_one_labelled_colour_scale():
     weights = torch.stack([torch.full((3, 3), 1 / 3), torch.eye(3)])  # uniform vs one-hot
     fig = viz.plot_attention_grid(weights, list("abc"), list("abc"), titles=["uniform", "one-hot"], vmax=1.0)
@@ -45,7 +39,6 @@ def test_attention_heatmap_takes_a_fixed_colour_scale():
     "call, shape",
     [
         (viz.plot_attention, (2, 3, 3)),
-        (viz.plot_attention_heads, (3, 3)),
         (viz.plot_attention_grid, (3, 3)),
         (viz.plot_positional_encoding, (4,)),
     ],

@@ -4,6 +4,7 @@
     load_tiny_t5           tiny-t5 or tiny-t5-pretrained: (T5ForConditionalGeneration, tokenizer)
     minilm_for             all-MiniLM-L6-v2 as a transformers BERT class (masked LM, next sentence, ...), with LoRA on
                            every encoder Linear or not, and the tensors a fine-tune trains marked trainable
+    save_trained           what a fine-tune of minilm_for changed, as a small checkpoint (recipes/ write them)
     load_minilm            MiniLM + a course checkpoint made from minilm_for -> (model, tokenizer)
     load_lora_mlm          the fill-mask model: MiniLM adapted with LoRA plus an MLM head (minilm-lora-mlm)
     load_nsp_classifier    the next-sentence model (minilm-nsp)
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 from torch import nn
 from transformers import (
     AutoModel,
@@ -40,7 +42,7 @@ from transformers.utils import logging
 
 from scratch import assets
 from scratch.attention import padding_mask
-from scratch.lora import add_lora, merge_lora
+from scratch.lora import add_lora, merge_lora, trainable_state
 from scratch.models import BERT
 from scratch.pretrained import BERT_LAYER, from_hf_bert
 from scratch.training import eval_mode
@@ -149,6 +151,13 @@ def read_checkpoint(name_or_file) -> tuple[dict[str, torch.Tensor], dict[str, st
         path = checkpoint_dir(str(name_or_file)) / "model.safetensors"
     with safe_open(str(path), framework="pt") as f:
         return {key: f.get_tensor(key) for key in f.keys()}, f.metadata() or {}  # noqa: SIM118 (not a dict)
+
+
+def save_trained(model: nn.Module, path: Path, **metadata) -> None:
+    """Save what training changed (scratch.lora.trainable_state) as a course checkpoint: a safetensors file whose
+    metadata holds the given strings (the base model, the adapters' lora_rank and lora_alpha, the tags, ...)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(trainable_state(model), str(path), metadata={key: str(value) for key, value in metadata.items()})
 
 
 def load_trained(model: nn.Module, weights: dict[str, torch.Tensor], name: str) -> nn.Module:

@@ -120,10 +120,6 @@ def problems() -> list[str]:
     return wrong
 
 
-def on_pinned_path() -> bool:
-    return cpu_supports_pinned_path() and not problems()
-
-
 def nbval_mode() -> str:
     """'strict' where the stored outputs hold (the pinned path), 'lax' elsewhere."""
     return "strict" if cpu_supports_pinned_path() else "lax"

