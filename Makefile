@@ -103,7 +103,7 @@ unit: setup
 # volatile metadata and the outputs of cells marked keep_output: false.
 outputs: setup
 	printf '%s\n' $(NB) | xargs -P $(JOBS) -I{} \
-	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 {}
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 --NotebookExporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor {}
 	$(BIN)/nbstripout --keep-output --keep-count $(NB)
 
 # The student edition: every notebook with its exercise solutions replaced by stubs, outputs cleared.

@@ -79,3 +79,20 @@ def test_teacher_forcing_draws_both_rows_and_refuses_unequal_lengths():
     with pytest.raises(ValueError, match="one piece per position"):
         diagrams.teacher_forcing(["<pad>"], ["▁d", "</s>"])
     plt.close("all")
+
+
+# --- Lecture 10 (decoding) -------------------------------------------------------------------------------------
+
+
+def test_beam_tree_draws_kept_and_pruned_candidates_with_their_labels():
+    tree = [
+        [(0, 7, -1.0, True), (0, 8, -1.5, True), (0, 9, -2.0, False)],
+        [(0, 1, -2.0, True), (0, 2, -3.5, False), (1, 3, -2.5, True), (1, 4, -4.0, False)],
+    ]
+    ax = diagrams.beam_tree(tree, label=lambda token: f"t{token}")
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert "t7  -1.000" in texts and "t4  -4.000" in texts and "2 beams" in ax.get_title()
+    with pytest.raises(ValueError, match="at least one step"):
+        diagrams.beam_tree([])
+    plt.close("all")

@@ -301,3 +301,56 @@ def teacher_forcing(decoder_input: list[str], labels: list[str], ax=None):
     ax.axis("off")
     ax.set_title("teacher forcing: the decoder input is the labels shifted right, <pad> in front")
     return ax
+
+
+# --- Lecture 10 (decoding) -------------------------------------------------------------------------------------
+
+
+def beam_tree(tree, label=str, steps: int = 3, ax=None):
+    """The candidates beam search weighed at its first steps, as a tree from the prompt.
+
+    tree holds one list per step of (parent, token, score, kept): parent is the index of the beam it extends
+    among the previous step's kept beams (best first, as beam search ranks them), token its id, score the log P
+    of the whole sequence, kept whether it is one of the step's num_beams best. label(token) gives the text
+    drawn beside each node. Kept candidates are green, pruned ones gray. Returns the Axes.
+    """
+    if not tree or steps < 1:
+        raise ValueError(f"beam_tree needs at least one step of candidates and steps >= 1, got {len(tree)} and {steps}")
+    tree = tree[:steps]
+    num_beams = sum(kept for *_, kept in tree[0])
+    children = len(tree[0])  # the first step has a single parent: the prompt
+    if ax is None:
+        ax = plt.subplots(figsize=(12, 6))[1]
+    text_style = dict(
+        textcoords="offset points",
+        xytext=(0, 8),
+        ha="center",
+        va="bottom",
+        fontsize=9,
+        zorder=4,
+        bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.85),
+    )
+    ax.scatter([0], [0], s=80, color="tab:green", zorder=3)
+    ax.annotate("prompt\n0.000", (0, 0), **text_style)
+    parent_y = [0.0]  # y of each kept beam of the previous step, best first
+    for step, nodes in enumerate(tree, start=1):
+        ys = [3 - 6 * i / max(len(nodes) - 1, 1) for i in range(len(nodes))]
+        kept_nodes = []
+        for (parent, token, score, kept), y in zip(nodes, ys):
+            color = "tab:green" if kept else "lightgray"
+            ax.plot([step - 1, step], [parent_y[parent], y], color=color, linewidth=2 if kept else 1, zorder=1 + kept)
+            ax.scatter([step], [y], s=80 if kept else 30, color=color, zorder=3)
+            ax.annotate(f"{label(token)}  {score:.3f}", (step, y), color="black" if kept else "gray", **text_style)
+            if kept:
+                kept_nodes.append((score, y))
+        parent_y = [y for score, y in sorted(kept_nodes, key=lambda node: -node[0])]
+    ax.plot([], [], color="tab:green", linewidth=2, label=f"kept: the {num_beams} best\ncandidates of the step")
+    ax.plot([], [], color="lightgray", label="pruned")
+    ax.set_xticks(range(len(tree) + 1), ["prompt"] + [f"step {s}" for s in range(1, len(tree) + 1)])
+    ax.set_xlim(-0.3, len(tree) + 0.3)
+    ax.set_ylim(-3.5, 3.8)
+    ax.set_yticks([])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"Beam search with {num_beams} beams: each beam's {children} best next tokens and log P(sequence)")
+    ax.set_xlabel("decoding step")
+    return ax
