@@ -48,3 +48,38 @@ def test_bpe_pipeline_draws_one_column_per_chunk():
     with pytest.raises(ValueError, match="must join to the text"):
         diagrams.bpe_pipeline("ab d", ["ab", " c"], [["ab"], [" c"]], [[5], [7]])
     plt.close("all")
+
+
+# --- Lecture 2 (embeddings and positions) ----------------------------------------------------------------------
+
+
+def test_embedding_lookup_picks_row_t():
+    ax = diagrams.embedding_lookup(V=6, d=3, t=2)
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("E20") == 2 and "row 5" in texts and ax.get_title()  # row 2 in E and again as the result
+    with pytest.raises(ValueError, match="0 <= t < V"):
+        diagrams.embedding_lookup(V=6, d=3, t=6)
+    plt.close("all")
+
+
+def test_skipgram_window_draws_the_window_and_the_negatives():
+    words = "call me ishmael some years".split()
+    ax = diagrams.skipgram_window(words, centre=2, window=1, negatives=["the", "sea"])
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert set(words) | {"the", "sea"} <= set(texts) and "'ishmael'" in ax.get_title()
+    assert texts.count("") == 2  # one arrow to each word in the window
+    with pytest.raises(ValueError, match="centre"):
+        diagrams.skipgram_window(words, centre=5)
+    plt.close("all")
+
+
+def test_rotation_2d_keeps_the_angle_for_the_same_offset():
+    fig = diagrams.rotation_2d([1.0, 0.5], [0.8, -0.6], 0.3, positions=[(1, 0), (6, 5), (4, 0)])
+    fig.canvas.draw()
+    angles = [ax.get_title().split("angle between ")[1] for ax in fig.axes]
+    assert angles[0] == angles[1] != angles[2] and fig.get_suptitle()
+    with pytest.raises(ValueError, match="2-vectors"):
+        diagrams.rotation_2d([1.0, 0.5, 0.0], [0.8, -0.6], 0.3, positions=[(1, 0)])
+    plt.close("all")

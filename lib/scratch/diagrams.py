@@ -8,6 +8,7 @@ or Axes it drew on (its docstring says which); the notebook ends the cell with `
 from __future__ import annotations
 
 import collections
+import math
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
@@ -233,3 +234,116 @@ def bpe_pipeline(text: str, chunks: list[str], chunk_tokens: list[list[str]], ch
     ax.axis("off")
     ax.set_title("Byte-level BPE, step by step: GPT-2's tokenizer on one text (␣ = space)")
     return ax
+
+
+# --- Lecture 2 (embeddings and positions) ----------------------------------------------------------------------
+
+
+def _cells(ax, x, y, values, highlight_row=None, colour="tab:orange"):
+    """A grid of unit squares with values written in, top-left row at height y; one row may be highlighted."""
+    for r, row in enumerate(values):
+        for c, value in enumerate(row):
+            face = colour if r == highlight_row else "white"
+            ax.add_patch(plt.Rectangle((x + c, y - r), 1, 1, facecolor=face, edgecolor="black", alpha=0.8))
+            ax.text(x + c + 0.5, y - r + 0.5, value, ha="center", va="center", fontsize=9)
+
+
+def embedding_lookup(V: int = 8, d: int = 4, t: int = 5, ax=None):
+    """An embedding lookup as a product: the one-hot row e_t (1 x V) times E (V x d) is row t of E.
+
+    The single 1 of e_t and row t of E are highlighted; the result is drawn to the right. Returns the Axes.
+    """
+    if not all(isinstance(v, int) for v in (V, d, t)) or V < 2 or d < 1 or not 0 <= t < V:
+        raise ValueError(f"need ints V >= 2, d >= 1 and 0 <= t < V, got V={V!r}, d={d!r}, t={t!r}")
+    table = [[f"E{r}{c}" for c in range(d)] for r in range(V)]
+    if ax is None:
+        ax = plt.subplots(figsize=(11, 4))[1]
+    _cells(ax, 0, 3, [["1" if v == t else "0" for v in range(V)]])
+    ax.add_patch(plt.Rectangle((t, 3), 1, 1, facecolor="tab:orange", alpha=0.8))  # the single 1
+    table_x = V + 3.5
+    _cells(ax, table_x, 7, table, highlight_row=t)
+    _cells(ax, table_x + d + 2, 3, [table[t]], highlight_row=0)
+    ax.text(V + 1.2, 3.5, "×", fontsize=20, ha="center", va="center")
+    ax.text(table_x + d + 1, 3.5, "=", fontsize=20, ha="center", va="center")
+    ax.text(V / 2, 2.3, f"one-hot $e_t$ of token t = {t} (1 × V)", ha="center")
+    ax.text(table_x + d / 2, 7 - V + 0.3, "embedding matrix E (V × $d_{model}$)", ha="center")
+    ax.text(table_x + 1.5 * d + 2, 2.3, "$E[t]$, row t (1 × $d_{model}$)", ha="center")
+    for v in range(V):
+        ax.text(table_x - 0.2, 7 - v + 0.5, f"row {v}", ha="right", va="center", fontsize=8)
+    ax.set_xlim(-0.5, table_x + 2 * d + 2.5)
+    ax.set_ylim(7 - V - 0.2, 8.4)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    sizes = f"V = {V}, $d_{{model}}$ = {d}"
+    ax.set_title(f"an embedding lookup is a product: the one 1 in $e_t$ picks row t of E ({sizes})")
+    return ax
+
+
+def skipgram_window(words: list[str], centre: int, window: int = 2, negatives: list[str] = (), ax=None):
+    """Skip-gram's training pairs for one centre word: arrows to the words within `window` positions (positive
+    pairs, blue), and the randomly drawn negative words below (red). Returns the Axes.
+    """
+    if not 0 <= centre < len(words) or window < 1:
+        raise ValueError(f"need 0 <= centre < len(words) = {len(words)} and window >= 1, got {centre}, {window}")
+    step = 1.5
+    if ax is None:
+        ax = plt.subplots(figsize=(11, 3.6))[1]
+    for position, word in enumerate(words):
+        colour = "tab:orange" if position == centre else "tab:blue" if abs(position - centre) <= window else "white"
+        ax.add_patch(plt.Rectangle((position * step, 0), 1.3, 0.6, facecolor=colour, edgecolor="black", alpha=0.6))
+        ax.text(position * step + 0.65, 0.3, word, ha="center", va="center")
+        if 0 < abs(position - centre) <= window:
+            bend = -0.5 if position > centre else 0.5  # arcs above the row, to either side
+            arrow = dict(arrowstyle="->", connectionstyle=f"arc3,rad={bend}", color="tab:blue")
+            ax.annotate("", xy=(position * step + 0.65, 0.62), xytext=(centre * step + 0.65, 0.62), arrowprops=arrow)
+    for n, word in enumerate(negatives):
+        ax.add_patch(plt.Rectangle((1.5 + n * step, -1.5), 1.3, 0.6, facecolor="tab:red", edgecolor="black", alpha=0.4))
+        ax.text(1.5 + n * step + 0.65, -1.2, word, ha="center", va="center")
+    ax.text(centre * step + 0.65, 2.0, "positive pairs (c, o): make σ(v_c · u_o) large", ha="center", color="tab:blue")
+    if negatives:
+        note = f"K = {len(negatives)} negatives $n_k$, drawn from frequency$^{{0.75}}$: make σ(v_c · u_n) small"
+        ax.text(1.5 + len(negatives) * step / 2, -1.95, note, ha="center", color="tab:red")
+    ax.set_xlim(-0.2, len(words) * step)
+    ax.set_ylim(-2.2, 2.3)
+    ax.axis("off")
+    ax.set_title(f"skip-gram with negative sampling: centre word '{words[centre]}' (orange), window {window} (blue)")
+    return ax
+
+
+def rotation_2d(q, k, theta: float, positions: list[tuple[int, int]]):
+    """RoPE in two dimensions: for each (m, n) in positions, one panel with the 2-vectors q and k (pale), and q
+    turned by the angle m·theta and k by n·theta (dark); each panel's title gives the angle between the two turned
+    vectors. Returns the Figure.
+    """
+    q, k = [float(v) for v in q], [float(v) for v in k]
+    if len(q) != 2 or len(k) != 2 or not positions:
+        raise ValueError(f"q and k must be 2-vectors and positions non-empty, got {q}, {k}, {positions}")
+
+    def turn(x, angle):
+        c, s = math.cos(angle), math.sin(angle)
+        return [c * x[0] - s * x[1], s * x[0] + c * x[1]]
+
+    fig, axes = plt.subplots(1, len(positions), figsize=(5 * len(positions), 4.6), squeeze=False)
+    limit = 1.3 * max(math.hypot(*q), math.hypot(*k))
+    for ax, (m, n) in zip(axes[0], positions):
+        q_turned, k_turned = turn(q, m * theta), turn(k, n * theta)
+        for vector, name, colour in [
+            (q, "q", "lightsteelblue"),
+            (k, "k", "navajowhite"),
+            (q_turned, f"R({m}θ) q", "tab:blue"),
+            (k_turned, f"R({n}θ) k", "tab:orange"),
+        ]:
+            ax.annotate("", xy=vector, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=colour, lw=2))
+            ax.text(1.12 * vector[0], 1.12 * vector[1], name, color=colour, ha="center", va="center")
+        between = math.degrees(math.atan2(q_turned[1], q_turned[0]) - math.atan2(k_turned[1], k_turned[0])) % 360
+        ax.set_title(f"query at m = {m}, key at n = {n}: angle between {between:.0f}°")
+        ax.set_xlim(-limit, limit)
+        ax.set_ylim(-limit, limit)
+        ax.set_aspect("equal")
+        ax.axhline(0, color="gray", linewidth=0.5)
+        ax.axvline(0, color="gray", linewidth=0.5)
+        ax.set_xlabel("dimension 0")
+        ax.set_ylabel("dimension 1")
+    fig.suptitle(f"RoPE in two dimensions (θ = {theta}): pale = before rotation, dark = rotated by position")
+    fig.tight_layout()
+    return fig
