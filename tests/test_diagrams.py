@@ -83,3 +83,28 @@ def test_rotation_2d_keeps_the_angle_for_the_same_offset():
     with pytest.raises(ValueError, match="2-vectors"):
         diagrams.rotation_2d([1.0, 0.5, 0.0], [0.8, -0.6], 0.3, positions=[(1, 0)])
     plt.close("all")
+
+
+# --- Lectures 3 and 4 (attention, multi-head attention) --------------------------------------------------------
+
+
+def test_attention_flow_names_every_shape():
+    fig = diagrams.attention_flow()
+    fig.canvas.draw()
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    for shape in ["n \\times d_k", "m \\times d_k", "m \\times d_v", "$n \\times m$ scores", "$n \\times d_v$ output"]:
+        assert shape in texts
+    assert fig.axes[0].get_title()
+    plt.close("all")
+
+
+def test_head_split_draws_one_labelled_head_per_block():
+    for h in (1, 4, 6):
+        fig = diagrams.head_split(h)
+        fig.canvas.draw()
+        heads = [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("head ")]
+        assert heads == [f"head {j} = Attention$(Q_{j}, K_{j}, V_{j})$" for j in range(h)]
+        assert f"h = {h}" in fig.axes[0].get_title()
+    with pytest.raises(ValueError, match="h must be an int from 1 to 6"):
+        diagrams.head_split(7)
+    plt.close("all")

@@ -11,7 +11,7 @@ import collections
 import math
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 # --- Lecture 0 (introduction) and lecture 6 (the full transformer) ---------------------------------------------
 
@@ -346,4 +346,105 @@ def rotation_2d(q, k, theta: float, positions: list[tuple[int, int]]):
         ax.set_ylabel("dimension 1")
     fig.suptitle(f"RoPE in two dimensions (θ = {theta}): pale = before rotation, dark = rotated by position")
     fig.tight_layout()
+    return fig
+
+
+# --- Lectures 3 and 4 (attention, multi-head attention) --------------------------------------------------------
+
+
+def _flow_box(ax, x, y, text, colour, w=1.9, h=0.9):
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.05", fc=colour, ec="black"))
+    ax.text(x, y, text, ha="center", va="center", fontsize=10)
+
+
+def _flow_arrow(ax, start, end, label="", above=False):
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", lw=1.3))
+    x, y = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
+    ax.text(x if above else x - 0.1, y + 0.08, label, ha="center" if above else "right", va="bottom", fontsize=10)
+
+
+def attention_flow():
+    """Scaled dot-product attention as a flow chart, each box with its shape: X (n tokens) gives Q; X again (self-
+    attention) or m other tokens give K and V; Q K^T / sqrt(d_k) makes the n x m scores, a softmax per row (after
+    an optional mask) the n x m weights, and weights times V the n x d_v output. Returns the Figure."""
+    fig, ax = plt.subplots(figsize=(13, 4.2))
+    _flow_box(ax, 0, 1.5, "$X$: $n$ tokens\n$n \\times d_{model}$", "#dddddd")
+    _flow_box(ax, 0, -0.3, "$X$ again (self-attn.)\nor $m$ other tokens\n$m \\times d_{model}$", "#dddddd", h=1.1)
+    for y, name, shape, colour in [
+        (2.6, "Q", "n \\times d_k", "#f4b183"),
+        (1.2, "K", "m \\times d_k", "#9dc3e6"),
+        (-0.2, "V", "m \\times d_v", "#a9d18e"),
+    ]:
+        _flow_box(ax, 3, y, f"${name}$\n${shape}$", colour)
+        _flow_arrow(ax, (0.95, 1.5 if name == "Q" else -0.3), (2.05, y), f"$\\cdot W^{name}$", above=name == "V")
+    _flow_box(ax, 6, 1.9, "$Q K^\\top / \\sqrt{d_k}$\n$n \\times m$ scores", "#fff2cc", w=2.2)
+    _flow_arrow(ax, (3.95, 2.6), (4.9, 2.0))
+    _flow_arrow(ax, (3.95, 1.2), (4.9, 1.8))
+    _flow_box(
+        ax, 9, 1.9, "softmax per row\n(a mask sets $-\\infty$ first)\n$n \\times m$ weights", "#fff2cc", w=2.4, h=1.1
+    )
+    _flow_arrow(ax, (7.1, 1.9), (7.8, 1.9))
+    _flow_box(ax, 12, 0.9, "weights $\\cdot V$\n$n \\times d_v$ output", "#e2cfea", w=2.2)
+    _flow_arrow(ax, (10.2, 1.9), (11.2, 1.15))
+    _flow_arrow(ax, (3.95, -0.2), (10.9, 0.75))
+    ax.set_xlim(-1.2, 13.3)
+    ax.set_ylim(-1.0, 3.3)
+    ax.axis("off")
+    ax.set_title("Scaled dot-product attention: what flows where, with shapes")
+    return fig
+
+
+_HEAD_COLOURS = ["#f4b183", "#9dc3e6", "#a9d18e", "#c9a0dc", "#ffd966", "#f8cbad"]
+
+
+def _blocks(ax, x, y, width, height, colours, label):
+    """A matrix as a rectangle split into len(colours) equal blocks of columns, with a label underneath."""
+    step = width / len(colours)
+    for j, colour in enumerate(colours):
+        ax.add_patch(Rectangle((x + j * step, y), step, height, fc=colour, ec="black"))
+    ax.text(x + width / 2, y - 0.15, label, ha="center", va="top", fontsize=10)
+
+
+def _split_arrow(ax, start, end, label=""):
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", lw=1.2))
+    ax.text((start[0] + end[0]) / 2, max(start[1], end[1]) + 0.1, label, ha="center", va="bottom", fontsize=10)
+
+
+def head_split(h: int = 4):
+    """Multi-head attention in its batched form, for h heads (1 to 6): X times W^Q (and W^K, W^V) gives one
+    n x d_model matrix made of h blocks of d_k columns, one per head (head 0 on the left, drawn on top); each head
+    attends with its own block; the h outputs (n x d_v each) are concatenated side by side and multiplied by W^O.
+    Returns the Figure."""
+    if not isinstance(h, int) or not 1 <= h <= len(_HEAD_COLOURS):
+        raise ValueError(f"h must be an int from 1 to {len(_HEAD_COLOURS)} (heads to draw), got {h!r}")
+    colours = _HEAD_COLOURS[:h]
+    rows = [3.3 - 3.0 * j / max(h - 1, 1) for j in range(h)] if h > 1 else [1.7]
+    fig, ax = plt.subplots(figsize=(13, 4.4))
+    _blocks(ax, 0, 1.4, 1.6, 1.2, ["#dddddd"], "$X$: $n \\times d_{model}$")
+    _split_arrow(ax, (1.7, 2.0), (2.7, 2.0), "$\\cdot W^Q$ (and\n$W^K$, $W^V$)")
+    _blocks(ax, 2.8, 1.4, 1.6, 1.2, colours, "$Q$ (and $K$, $V$): $n \\times d_{model}$\n= $h$ blocks of $d_k$ columns")
+    for j, (colour, y) in enumerate(zip(colours, rows)):
+        _split_arrow(ax, (4.45, 1.55 + 1.05 * (h - 1 - j) / max(h - 1, 1)), (4.75, y + 0.3))
+        ax.text(
+            6.2,
+            y + 0.3,
+            f"head {j} = Attention$(Q_{j}, K_{j}, V_{j})$",
+            ha="center",
+            va="center",
+            fontsize=10,
+            bbox=dict(fc=colour, ec="black"),
+        )
+        _split_arrow(ax, (7.7, y + 0.3), (8.25, y + 0.3))
+        _blocks(ax, 8.3, y + 0.1, 0.4, 0.45, [colour], "")
+        _split_arrow(ax, (8.75, y + 0.3), (9.55, 2.0))
+    ax.text(8.5, min(rows) - 0.05, "$n \\times d_v$ each", ha="center", va="top", fontsize=10)
+    _blocks(ax, 9.6, 1.4, 1.6, 1.2, colours, "Concat: $n \\times h d_v$")
+    _split_arrow(ax, (11.25, 2.0), (11.95, 2.0), "$\\cdot W^O$")
+    _blocks(ax, 12.0, 1.4, 1.6, 1.2, ["#dddddd"], "output: $n \\times d_{model}$")
+    ax.set_xlim(-0.2, 13.8)
+    ax.set_ylim(-0.4, 4.0)
+    ax.axis("off")
+    ax.set_title(
+        f"Multi-head attention (h = {h}): split the projections into heads, attend per head, concatenate, then $W^O$"
+    )
     return fig
