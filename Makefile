@@ -8,12 +8,14 @@ STAMP  := $(VENV)/.installed
 ASSETS := data/assets/.all-verified
 KERNEL := $(VENV)/share/jupyter/kernels/scratch/kernel.json
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+GRADING := $(VENV)/.grading-installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NB ?= $(NOTEBOOKS)
 # JupyterLab refuses to run as root (containers, CI machines) unless told to.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: setup assets chromium lab lint test unit outputs student book check clean lock
+.PHONY: release collect autograde feedback lock-grading
 
 # Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel
 # pins one numeric path; elsewhere (Apple Silicon, ARM, old CPUs) their asserts check them (lax).
@@ -55,7 +57,19 @@ $(ASSETS): $(STAMP) lib/scratch/assets.py
 $(KERNEL): $(STAMP) lib/scratch/kernel.py lib/scratch/numerics.py
 	$(BIN)/python -m scratch.kernel install
 
-setup: $(STAMP) $(ASSETS) $(KERNEL) chromium
+# nbgrader, for grading the exercises (make release / collect / autograde / feedback) and for the grading test of
+# `make test`, is locked on its own (requirements-grading.lock: what it adds to requirements.lock, with hashes), so
+# installing it changes no pin. Its JupyterLab menus and server extensions stay off: grading runs from the command
+# line, and the JupyterLab students open stays as it is.
+$(GRADING): $(STAMP) requirements-grading.lock
+	@$(PYTHON) tools/lock_grading.py --check
+	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements-grading.lock
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader @jupyter-notebook/lab-extension
+	for extension in formgrader validate_assignment assignment_list course_list; do \
+	  $(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$extension || exit 1; done
+	touch $@
+
+setup: $(STAMP) $(GRADING) $(ASSETS) $(KERNEL) chromium
 
 # The book's browser test (tests/test_book.py) drives the system's Chromium. Install it where apt-get
 # exists (Debian/Ubuntu, CI; sudo -n: never stops to ask for a password); elsewhere print how.
@@ -106,13 +120,29 @@ outputs: setup
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 {}
 	$(BIN)/nbstripout --keep-output --keep-count $(NB)
 
-# The student edition: every notebook with its exercise solutions replaced by stubs, outputs cleared.
-student: setup
-	$(BIN)/python tools/student_edition.py exercises build/student/exercises
+# Grading a term with nbgrader (README, "Using it in class"; tools/grading.py, nbgrader_config.py) in the course
+# folder build/grading. ASSIGNMENT is one lecture's exercises (03_attention); FROM, the folder of its submissions.
+# release: the student edition of every lecture (or of ASSIGNMENT) in build/grading/release/NN_topic/NN_topic.ipynb.
+release: $(GRADING)
+	$(BIN)/python tools/grading.py release $(ASSIGNMENT)
+
+student: release
+
+collect: $(GRADING)
+	@test -n "$(ASSIGNMENT)" && test -n "$(FROM)" || { echo "usage: make collect ASSIGNMENT=03_attention FROM=folder"; exit 2; }
+	$(BIN)/python tools/grading.py collect $(ASSIGNMENT) "$(FROM)"
+
+autograde: setup
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make autograde ASSIGNMENT=03_attention"; exit 2; }
+	$(BIN)/python tools/grading.py autograde $(ASSIGNMENT)
+
+feedback: $(GRADING)
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make feedback ASSIGNMENT=03_attention"; exit 2; }
+	$(BIN)/python tools/grading.py feedback $(ASSIGNMENT)
 
 # The executed series as a static HTML book (table of contents, navigation), readable offline.
 book: setup
-	$(BIN)/python tools/build_book.py notebooks build/book
+	$(BIN)/python tools/build_book.py notebooks build/book --exercises exercises
 
 # Is this machine set up? OK/FAIL for Python, every pinned package and every asset, with the fix for each FAIL.
 check: $(STAMP) $(KERNEL)
@@ -125,3 +155,8 @@ clean:
 # requirements.lock and requirements-cuda.lock (every dependency at one version, every file's SHA-256).
 lock:
 	$(PYTHON) tools/lock.py
+
+# After editing requirements-grading.txt (or requirements.lock): resolve nbgrader with every package of
+# requirements.lock held at its locked version and rewrite requirements-grading.lock (needs uv: pip install uv).
+lock-grading:
+	$(PYTHON) tools/lock_grading.py
