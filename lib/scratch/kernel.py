@@ -8,6 +8,7 @@ runs, before torch loads. `make setup` installs it; so does this, in any environ
     python -m scratch.kernel status     is this process on the pinned numeric path?
     python -m scratch.kernel mode       strict or lax: how `make test` compares notebook outputs here
 """
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,9 @@ def main(argv: list[str]) -> int:
     command = argv[0] if argv else "status"
     if command == "install":
         path = install()
-        pinned = "with the pinned numeric path" if numerics.cpu_supports_pinned_path() else "unpinned (this CPU has no AVX2)"
+        pinned = (
+            "with the pinned numeric path" if numerics.cpu_supports_pinned_path() else "unpinned (this CPU has no AVX2)"
+        )
         print(f"installed the Jupyter kernel {KERNEL_NAME!r}, {pinned}: {path}")
         return 0
     if command == "mode":

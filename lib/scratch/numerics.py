@@ -23,6 +23,7 @@ Why one thread: the course's models are small, so a second thread buys little, a
 each other on a busy machine (a shared server, a laptop running other work) can make a step many times
 slower. One thread per notebook is fast everywhere; `make test` runs two notebooks at once instead.
 """
+
 from __future__ import annotations
 
 import os
@@ -105,8 +106,11 @@ def status() -> dict[str, object]:
 def problems() -> list[str]:
     """Why this process is off the pinned path (empty if it is on it). Imports torch."""
     found = status()
-    wrong = [f"{name}={found[name] or 'unset'} (pinned: {value})" for name, value in PINNED_ENV.items()
-             if found[name] != value]
+    wrong = [
+        f"{name}={found[name] or 'unset'} (pinned: {value})"
+        for name, value in PINNED_ENV.items()
+        if found[name] != value
+    ]
     if not any(found[name] for name in PINNED_ENV):
         wrong = ["none of the pinned variables is set"]
     if found["cpu_capability"] != "AVX2":
