@@ -20,6 +20,7 @@ with plain `exec`, in order, as a student's fresh kernel would. One lecture is a
 import ast
 import copy
 import csv
+import functools
 import html
 import importlib.metadata
 import importlib.util
@@ -56,6 +57,7 @@ COUNTEREXAMPLES = ROOT / "tests" / "exercise_counterexamples"
 GRADED = "03_attention"  # the lecture graded end to end: its checks need no model, so it runs in seconds
 
 
+@functools.cache
 def wrong_solutions(path):
     """{k: {why: source}} stored for a notebook (empty if it has no file yet)."""
     file = COUNTEREXAMPLES / f"{path.stem}.py"
@@ -404,6 +406,33 @@ def test_every_exercise_has_wrong_solutions_that_its_check_rejects(path):
     assert not missing, (
         f"{path.name}: store at least one known-wrong or borrowed solution for exercise(s) {missing} "
         f"in tests/exercise_counterexamples/{path.stem}.py"
+    )
+
+
+def defined_names(source):
+    """The functions and classes a cell defines at its top level."""
+    return {
+        node.name
+        for node in ast.parse(source).body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+
+
+@functools.cache
+def solution_names(path):
+    """For each exercise of a lecture, the names its reference solution defines."""
+    return [defined_names(solution.source) for _, solution, _ in exercise_section(path)[1]]
+
+
+@pytest.mark.parametrize("path, k, why", counterexample_cases())
+def test_wrong_solutions_are_filed_under_their_exercise(path, k, why):
+    # A wrong solution filed under another exercise would still be "rejected": the check's guard turns the missing
+    # function's NameError into a hint. So each stored solution defines what its exercise's solution defines.
+    names = solution_names(path)
+    assert 1 <= k <= len(names), f"{path.name}: no exercise {k}"
+    missing = names[k - 1] - defined_names(wrong_solutions(path)[k][why])
+    assert not missing, (
+        f"{path.name}, exercise {k}, {why!r}: defines none of {sorted(missing)}: filed under the wrong exercise?"
     )
 
 
