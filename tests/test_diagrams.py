@@ -108,3 +108,43 @@ def test_head_split_draws_one_labelled_head_per_block():
     with pytest.raises(ValueError, match="h must be an int from 1 to 6"):
         diagrams.head_split(7)
     plt.close("all")
+
+
+# --- Lecture 5 (the transformer block) -------------------------------------------------------------------------
+
+
+def test_transformer_blocks_draw_both_blocks_and_dropout_only_when_asked():
+    ax = diagrams.transformer_blocks()
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("LayerNorm") == 5 and texts.count("+") == 5 and "cross-attention" in texts and ax.get_title()
+    assert not any("dropout" in t for t in texts)
+    ax = diagrams.transformer_blocks(dropout=True)
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("dropout") == 5  # one on every sub-layer's output, before its +
+    assert sum("dropout on its weights" in t for t in texts) == 3  # the three attentions
+    assert sum("dropout after the activation" in t for t in texts) == 2  # the two FFNs
+    plt.close("all")
+
+
+def _column(ax, x):
+    """The labels drawn at horizontal position x, bottom to top (first lines only)."""
+    parts = {"LayerNorm", "+", "dropout", "self-attention", "feed-forward network"}
+    found = [(t.get_position()[1], t.get_text().split("\n")[0]) for t in ax.texts if t.get_position()[0] == x]
+    return [text for _, text in sorted(found) if text in parts]
+
+
+def test_norm_placement_puts_the_norm_after_the_add_in_post_ln_and_before_the_sublayer_in_pre_ln():
+    ax = diagrams.norm_placement()
+    ax.figure.canvas.draw()
+    assert _column(ax, 0) == ["self-attention", "+", "LayerNorm", "feed-forward network", "+", "LayerNorm"]
+    assert _column(ax, 6) == ["LayerNorm", "self-attention", "+", "LayerNorm", "feed-forward network", "+"]
+    ax = diagrams.norm_placement(dropout=True)
+    ax.figure.canvas.draw()
+    assert _column(ax, 6) == [
+        *["LayerNorm", "self-attention", "dropout", "+"],
+        *["LayerNorm", "feed-forward network", "dropout", "+"],
+    ]
+    assert "dropout" in ax.get_title()
+    plt.close("all")

@@ -448,3 +448,112 @@ def head_split(h: int = 4):
         f"Multi-head attention (h = {h}): split the projections into heads, attend per head, concatenate, then $W^O$"
     )
     return fig
+
+
+# --- Lecture 5 (the transformer block) -------------------------------------------------------------------------
+
+_BLOCK_COLOURS = {"attention": "#f4b183", "ffn": "#9dc3e6", "norm": "#ffe699", "dropout": "#e7e6e6"}
+_DROPOUT_INSIDE = {"attention": "dropout on its weights", "ffn": "dropout after the activation"}
+
+
+def _block_column(ax, cx, sublayers, norm_first=False, dropout=False, title="", input_label="x"):
+    """One block drawn bottom to top at x = cx; sublayers: [(label, kind)] with kind "attention" or "ffn".
+
+    Each sub-layer is wrapped post-LN (sub-layer, +, LayerNorm) or pre-LN (LayerNorm, sub-layer, +), with its
+    residual path in green from where the stream branches to the +. With dropout, each sub-layer's box names the
+    dropout inside it and a dropout box sits between the sub-layer and its +. Returns ({label: (left x, y)}, top y).
+    """
+    width, gap, radius = 3.4 if dropout else 3.0, 0.35, 0.15
+    boxes, y = {}, 0.0
+    ax.text(cx, y - 0.1, input_label, ha="center", va="top")
+    for label, kind in sublayers:
+        branch = y + gap / 2  # the residual path leaves the stream here ...
+        core = [(label, kind)] + ([("dropout", "dropout")] if dropout else [])
+        steps = [("LayerNorm", "norm"), *core, "+"] if norm_first else [*core, "+", ("LayerNorm", "norm")]
+        for step in steps:
+            ax.annotate("", (cx, y + gap), (cx, y), arrowprops=dict(arrowstyle="->"))
+            y += gap
+            if step == "+":  # ... and is added back here
+                side = cx + width / 2 + 0.4
+                ax.plot([cx, side, side], [branch, branch, y + radius], color="tab:green", lw=2)
+                arrow = dict(arrowstyle="->", color="tab:green", lw=2)
+                ax.annotate("", (cx + radius, y + radius), (side, y + radius), arrowprops=arrow)
+                ax.add_patch(plt.Circle((cx, y + radius), radius, fc="white", ec="black"))
+                ax.text(cx, y + radius, "+", ha="center", va="center")
+                y += 2 * radius
+                continue
+            text, box_kind = step
+            inside = dropout and box_kind in _DROPOUT_INSIDE
+            height = 0.8 if inside else 0.45 if box_kind == "dropout" else 0.6
+            box = FancyBboxPatch(
+                (cx - width / 2, y),
+                width,
+                height,
+                fc=_BLOCK_COLOURS[box_kind],
+                ec="black",
+                boxstyle="round,pad=0,rounding_size=0.12",
+                ls="--" if box_kind == "dropout" else "-",
+            )
+            ax.add_patch(box)
+            if inside:
+                text = f"{text}\n({_DROPOUT_INSIDE[box_kind]})"
+            ax.text(cx, y + height / 2, text, ha="center", va="center", fontsize=8.5 if inside else 9)
+            boxes[step[0]] = (cx - width / 2, y + height / 2)
+            y += height
+    ax.annotate("", (cx, y + gap), (cx, y), arrowprops=dict(arrowstyle="->"))
+    ax.text(cx, y + gap + 0.05, f"output\n{title}", ha="center", va="bottom", linespacing=1.6)
+    return boxes, y + gap
+
+
+def _finish_columns(ax, top, title, extra_top=1.2):
+    ax.set_xlim(-2, 8.2)
+    ax.set_ylim(-0.7, top + extra_top)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title)
+
+
+def transformer_blocks(dropout: bool = False, ax=None):
+    """The paper's encoder block and decoder block (post-LN), side by side, bottom to top.
+
+    Encoder: self-attention, then the feed-forward network, each followed by + (its residual path in green) and
+    a LayerNorm. Decoder: masked self-attention, cross-attention, feed-forward network, wrapped the same way; a
+    purple line carries the memory (the last encoder block's output) to its cross-attention. dropout=True draws
+    dropout's three places: on the attention weights, after the FFN's activation, and on every sub-layer's output
+    before the +. Returns the Axes.
+    """
+    if ax is None:
+        ax = plt.subplots(figsize=(10, 9.5 if dropout else 7.5))[1]
+    encoder = [("self-attention", "attention"), ("feed-forward network", "ffn")]
+    decoder = [
+        ("masked self-attention", "attention"),
+        ("cross-attention", "attention"),
+        ("feed-forward network", "ffn"),
+    ]
+    _, encoder_top = _block_column(
+        ax, 0, encoder, dropout=dropout, title="ENCODER BLOCK (× N)", input_label="x: source positions"
+    )
+    boxes, top = _block_column(
+        ax, 6, decoder, dropout=dropout, title="DECODER BLOCK (× N)", input_label="y: target positions"
+    )
+    left, cross_y = boxes["cross-attention"]  # the memory enters the decoder here
+    ax.plot([0, 0, 3, 3], [encoder_top + 0.75, encoder_top + 1.0, encoder_top + 1.0, cross_y], color="tab:purple")
+    ax.annotate("", (left, cross_y), (3, cross_y), arrowprops=dict(arrowstyle="->", color="tab:purple", lw=1.5))
+    memory = "memory: the last encoder block's output,\nthe keys and values of cross-attention"
+    ax.text(1.5, encoder_top + 1.1, memory, color="tab:purple", fontsize=8, ha="center", va="bottom")
+    _finish_columns(ax, top, "the paper's blocks (post-LN); green: the residual paths")
+    return ax
+
+
+def norm_placement(dropout: bool = False, ax=None):
+    """The same encoder block twice: post-LN, x ← LN(x + f(x)) (the paper, BERT), and pre-LN, x ← x + f(LN(x))
+    (GPT-2 and later), residual paths in green. In pre-LN one path from x to the output touches no LayerNorm.
+    dropout=True draws dropout's three places in both. Returns the Axes."""
+    if ax is None:
+        ax = plt.subplots(figsize=(10, 8 if dropout else 6.5))[1]
+    sublayers = [("self-attention", "attention"), ("feed-forward network", "ffn")]
+    _block_column(ax, 0, sublayers, False, dropout, title="post-LN: x ← LN(x + f(x))\n(the paper, BERT)")
+    _, top = _block_column(ax, 6, sublayers, True, dropout, title="pre-LN: x ← x + f(LN(x))\n(GPT-2 and later)")
+    title = "the same encoder block, two places for the LayerNorm"
+    _finish_columns(ax, top, title + ("; grey: dropout" if dropout else ""), extra_top=1.6)
+    return ax
