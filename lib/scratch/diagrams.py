@@ -422,7 +422,8 @@ def head_split(h: int = 4):
     fig, ax = plt.subplots(figsize=(13, 4.4))
     _blocks(ax, 0, 1.4, 1.6, 1.2, ["#dddddd"], "$X$: $n \\times d_{model}$")
     _split_arrow(ax, (1.7, 2.0), (2.7, 2.0), "$\\cdot W^Q$ (and\n$W^K$, $W^V$)")
-    _blocks(ax, 2.8, 1.4, 1.6, 1.2, colours, "$Q$ (and $K$, $V$): $n \\times d_{model}$\n= $h$ blocks of $d_k$ columns")
+    q_label = "$Q$ (and $K$, $V$):\n$n \\times d_{model}$ =\n$h$ blocks of\n$d_k$ columns"  # narrow: the arrows pass by
+    _blocks(ax, 2.8, 1.4, 1.6, 1.2, colours, q_label)
     for j, (colour, y) in enumerate(zip(colours, rows)):
         _split_arrow(ax, (4.45, 1.55 + 1.05 * (h - 1 - j) / max(h - 1, 1)), (4.75, y + 0.3))
         ax.text(
