@@ -7,6 +7,7 @@ copy the repository in as the notebook user, then install the three hash-checked
 build where it can be had), the course's package, both Jupyter kernels, and fetch and verify every required asset.
 """
 
+import functools
 import re
 import subprocess
 import sys
@@ -17,6 +18,7 @@ BINDER = ROOT / "binder"
 LOCKS = ("requirements.lock", "requirements-grading.lock", "requirements-hub.lock")
 
 
+@functools.cache
 def dockerfile() -> tuple[str, str]:
     """The Dockerfile repo2docker would build from this repository, and what it said while planning it."""
     result = subprocess.run(
