@@ -34,6 +34,23 @@ def test_usable_cores_is_a_positive_count():
     assert numerics.usable_cores() >= 1
 
 
+def test_a_cgroup_quota_caps_the_cores(tmp_path):
+    """A hub's or container's CPU limit, as cgroup v2 and v1 state it: the tightest one counts."""
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/cgroup").write_text("0::/kubepods/pod1/student\n")
+    group = tmp_path / "sys/fs/cgroup/kubepods/pod1/student"
+    group.mkdir(parents=True)
+    assert numerics._cgroup_cpu_limit(tmp_path) is None
+    (group / "cpu.max").write_text("max 100000\n")
+    (group.parent / "cpu.max").write_text("150000 100000\n")
+    assert numerics._cgroup_cpu_limit(tmp_path) == 1.5
+    v1 = tmp_path / "sys/fs/cgroup/cpu"
+    v1.mkdir()
+    (v1 / "cpu.cfs_quota_us").write_text("100000\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert numerics._cgroup_cpu_limit(tmp_path) == 1.0
+
+
 def test_the_fast_kernel_spec_starts_through_run_fast():
     spec = kernel.kernel_spec(fast=True)
     assert spec["display_name"] == kernel.FAST_KERNEL_DISPLAY_NAME

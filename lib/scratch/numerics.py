@@ -103,29 +103,35 @@ def native_requested(environ=os.environ) -> bool:
     return environ.get(NATIVE_VARIABLE, "").strip().lower() == "native"
 
 
-def _cgroup_cpu_limit() -> float | None:
-    """The tightest CPU quota on this process's cgroup (v2) and its parents, in cores; None if there is none.
+def _cgroup_cpu_limit(root: Path = Path("/")) -> float | None:
+    """The tightest CPU quota on this process's cgroup and its parents, in cores; None if there is none.
 
     Containers and JupyterHub's spawners limit a user's CPU this way, while the affinity shows the host's cores.
     """
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    paths = [line.split(":", 2)[2] for line in lines if line.startswith("0::")]
-    if not paths:
-        return None
     limits = []
-    folder = Path("/sys/fs/cgroup") / paths[0].lstrip("/")
-    for candidate in (folder, *folder.parents):
-        if not candidate.is_relative_to("/sys/fs/cgroup"):
-            break
-        try:
-            quota, period = (candidate / "cpu.max").read_text().split()[:2]
-        except (OSError, ValueError):
+    try:  # cgroup v1, as a container sees its own: cfs quota and period in microseconds (quota -1: none)
+        quota, period = (float((root / f"sys/fs/cgroup/cpu/cpu.cfs_{n}_us").read_text()) for n in ("quota", "period"))
+        if quota > 0 and period > 0:
+            limits.append(quota / period)
+    except (OSError, ValueError):
+        pass
+    try:  # cgroup v2: "<quota> <period>" or "max <period>" in cpu.max of this process's group and its parents
+        lines = (root / "proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        if not line.startswith("0::"):
             continue
-        if quota != "max" and float(period) > 0:
-            limits.append(float(quota) / float(period))
+        folder = root / "sys/fs/cgroup" / line.split(":", 2)[2].lstrip("/")
+        for candidate in (folder, *folder.parents):
+            if not candidate.is_relative_to(root / "sys/fs/cgroup"):
+                break
+            try:
+                quota, period = (candidate / "cpu.max").read_text().split()[:2]
+                if quota != "max" and float(period) > 0:
+                    limits.append(float(quota) / float(period))
+            except (OSError, ValueError):
+                continue
     return min(limits) if limits else None
 
 
