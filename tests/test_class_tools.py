@@ -60,3 +60,8 @@ def test_sizing_reads_time_v_and_tabulates_both_kernels():
     table = sizing.table(records, ["scratch", "scratch-fast"])
     assert "| 03_attention | 900 MiB | 20 s | 30 s | 950 MiB | 10 s | 15 s | 2.00× |" in table
     assert "| 07_bert | failed | failed | failed | failed | failed | failed | – |" in table
+    records[1].update(ok=False, error="AssertionError: the text says ...")
+    assert (
+        "| 03_attention | 900 MiB | 20 s | 30 s | 950 MiB (failed) | 10 s (failed) | 15 s (failed) | 2.00× |"
+        in sizing.table(records, ["scratch", "scratch-fast"])
+    )

@@ -49,16 +49,16 @@ def measure(notebook: Path, kernel: str, core: int) -> dict:
         ]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, cwd=notebook.parent)
     found = {name: re.search(pattern, result.stderr) for name, pattern in TIME_FIELDS.items()}
-    if result.returncode != 0 or not all(found.values()):
-        return {"notebook": notebook.name, "kernel": kernel, "ok": False, "error": result.stderr[-1500:]}
-    return {
-        "notebook": notebook.name,
-        "kernel": kernel,
-        "ok": True,
-        "cpu_s": round(float(found["user"][1]) + float(found["system"][1]), 1),
-        "wall_s": round(seconds(found["wall"][1]), 1),
-        "peak_mib": round(int(found["peak_kb"][1]) / 1024),
-    }
+    record = {"notebook": notebook.name, "kernel": kernel, "ok": result.returncode == 0}
+    if all(found.values()):  # a notebook that failed late still tells its size
+        record["cpu_s"] = round(float(found["user"][1]) + float(found["system"][1]), 1)
+        record["wall_s"] = round(seconds(found["wall"][1]), 1)
+        record["peak_mib"] = round(int(found["peak_kb"][1]) / 1024)
+    if result.returncode != 0:
+        text = re.sub(r"\x1b\[[0-9;]*m", "", result.stderr)  # the traceback's colours
+        errors = re.findall(r"^\w*(?:Error|Exception)\b.*$", text, re.MULTILINE)
+        record["error"] = errors[-1] if errors else text[-1500:]
+    return record
 
 
 def table(records: list[dict], kernels: list[str]) -> str:
@@ -71,15 +71,15 @@ def table(records: list[dict], kernels: list[str]) -> str:
         cells = []
         for kernel in kernels:
             r = by.get((notebook, kernel))
-            cells += (
-                [f"{r['peak_mib']:,} MiB", f"{r['cpu_s']:.0f} s", f"{r['wall_s']:.0f} s"]
-                if r and r["ok"]
-                else ["failed"] * 3
-            )
+            if r and "cpu_s" in r:
+                mark = "" if r["ok"] else " (failed)"  # numbers up to the failing cell
+                cells += [f"{r['peak_mib']:,} MiB{mark}", f"{r['cpu_s']:.0f} s{mark}", f"{r['wall_s']:.0f} s{mark}"]
+            else:
+                cells += ["failed"] * 3
         line = f"| {Path(notebook).stem} | " + " | ".join(cells) + " |"
         if len(kernels) == 2:
             a, b = by.get((notebook, kernels[0])), by.get((notebook, kernels[1]))
-            ok = a and b and a["ok"] and b["ok"]
+            ok = a and b and "cpu_s" in a and "cpu_s" in b
             line += f" {a['cpu_s'] / b['cpu_s']:.2f}× |" if ok else " – |"
         lines.append(line)
     return "\n".join(lines) + "\n"
