@@ -209,7 +209,7 @@ def bpe_pipeline(text: str, chunks: list[str], chunk_tokens: list[list[str]], ch
     stages = [
         ("pre-tokenize (regex)", [repr(c)[1:-1].replace(" ", "␣") for c in chunks]),
         ("UTF-8 bytes", [" ".join(map(str, c.encode("utf-8"))) for c in chunks]),
-        ("merges, in rank order", ["|".join(t.replace(" ", "␣") for t in tokens) for tokens in chunk_tokens]),
+        ("merges, in learned order", ["|".join(t.replace(" ", "␣") for t in tokens) for tokens in chunk_tokens]),
         ("token ids", [" ".join(map(str, ids)) for ids in chunk_ids]),
     ]
     colors = ["#f4b183", "#dddddd", "#9dc3e6", "#a9d18e"]
