@@ -9,13 +9,16 @@ ASSETS := data/assets/.all-verified
 KERNEL := $(VENV)/share/jupyter/kernels/scratch/kernel.json
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 GRADING := $(VENV)/.grading-installed
+HUB := $(VENV)/.hub-installed
+HUB_PROXY := $(VENV)/hub-proxy/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NB ?= $(NOTEBOOKS)
 # JupyterLab refuses to run as root (containers, CI machines) unless told to.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: setup assets chromium lab lint test unit outputs student book check clean lock
-.PHONY: release collect autograde feedback lock-grading
+.PHONY: test-fast test-latest sizing image
+.PHONY: release collect autograde feedback lock-grading lock-hub
 
 # Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel
 # pins one numeric path; elsewhere (Apple Silicon, ARM, old CPUs) their asserts check them (lax).
@@ -69,7 +72,27 @@ $(GRADING): $(STAMP) requirements-grading.lock
 	  $(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$extension || exit 1; done
 	touch $@
 
-setup: $(STAMP) $(GRADING) $(ASSETS) $(KERNEL) chromium
+# A class on JupyterHub (README, "Teaching a class"): jupyterhub, nbgitpuller and repo2docker from their own hash-locked
+# file (requirements-hub.lock: what they add to the two locks above), and the hub's proxy from npm (tools/hub: its
+# package-lock.json holds every file's integrity hash). `make test` runs a real hub with both (tests/test_hub.py)
+# and checks the image's build plan with repo2docker (tests/test_binder.py).
+$(HUB): $(STAMP) $(GRADING) requirements-hub.lock
+	@$(PYTHON) tools/lock_hub.py --check
+	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements-hub.lock
+	touch $@
+
+$(HUB_PROXY): tools/hub/package.json tools/hub/package-lock.json
+	mkdir -p $(VENV)/hub-proxy && cp tools/hub/package.json tools/hub/package-lock.json $(VENV)/hub-proxy/
+	cd $(VENV)/hub-proxy && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+setup: $(STAMP) $(GRADING) $(HUB) $(ASSETS) $(KERNEL) chromium $(HUB_PROXY)
+
+# What the course's image runs when repo2docker builds it (binder/postBuild; README, "Teaching a class"): the set-up
+# without Chromium and the proxy (the hub's, not the students'), every required asset fetched and verified. Jane
+# Austen's novels (optional: only retraining uses them) come from Debian's archive, which the image's Ubuntu lacks.
+image: $(STAMP) $(GRADING) $(HUB) $(KERNEL)
+	$(BIN)/python -c "from scratch import assets; [print(k, assets.verify(k), flush=True) for k in assets.all_assets() if k not in assets.OPTIONAL_ASSETS]"
 
 # The book's browser test (tests/test_book.py) drives the system's Chromium. Install it where apt-get
 # exists (Debian/Ubuntu, CI; sudo -n: never stops to ask for a password); elsewhere print how.
@@ -107,6 +130,23 @@ test: setup lint
 	esac; \
 	echo "$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)"; \
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)
+
+# Every notebook on the fast kernel (native kernels on every usable core; README, "Teaching a class"), lax: each must
+# run and its claim checks must hold off the pinned path too. One notebook at a time, since the kernel uses all cores.
+# Run it whenever a claim check changes.
+test-fast: setup
+	SCRATCH_NUMERICS=native $(BIN)/python -m pytest notebooks --nbval-lax --nbval-kernel-name scratch-fast $(PYTEST_ARGS)
+
+# The notebooks against the newest release of every package requirements.txt names (torch too where a CPU-only build
+# of it is offered, else the locked one), in a throwaway environment (build/latest), lax; prints which break and
+# where (tools/test_latest.py). Long: the environment's download, then every notebook. Nothing else changes.
+test-latest: $(ASSETS)
+	$(PYTHON) tools/test_latest.py --jobs $(JOBS)
+
+# Peak memory and time of each lecture on one core, pinned and fast kernels: the hub operator's sizing table
+# (README, "Teaching a class"; tools/sizing.py writes build/sizing/table.md).
+sizing: setup
+	$(BIN)/python tools/sizing.py $(NB)
 
 # The inner loop, in seconds: the unit tests without the slow, asset and browser ones (markers in pyproject.toml).
 unit: setup
@@ -160,3 +200,7 @@ lock:
 # requirements.lock held at its locked version and rewrite requirements-grading.lock (needs uv: pip install uv).
 lock-grading:
 	$(PYTHON) tools/lock_grading.py
+
+# After editing requirements-hub.txt (or one of the two locks): the same for JupyterHub, nbgitpuller and repo2docker.
+lock-hub:
+	$(PYTHON) tools/lock_hub.py
