@@ -8,12 +8,17 @@ STAMP  := $(VENV)/.installed
 ASSETS := data/assets/.all-verified
 KERNEL := $(VENV)/share/jupyter/kernels/scratch/kernel.json
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+GRADING := $(VENV)/.grading-installed
+HUB := $(VENV)/.hub-installed
+HUB_PROXY := $(VENV)/hub-proxy/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NB ?= $(NOTEBOOKS)
 # JupyterLab refuses to run as root (containers, CI machines) unless told to.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: setup assets chromium lab lint test unit outputs student book check clean lock
+.PHONY: test-fast test-latest sizing image
+.PHONY: release collect autograde feedback lock-grading lock-hub
 
 # Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel
 # pins one numeric path; elsewhere (Apple Silicon, ARM, old CPUs) their asserts check them (lax).
@@ -55,7 +60,39 @@ $(ASSETS): $(STAMP) lib/scratch/assets.py
 $(KERNEL): $(STAMP) lib/scratch/kernel.py lib/scratch/numerics.py
 	$(BIN)/python -m scratch.kernel install
 
-setup: $(STAMP) $(ASSETS) $(KERNEL) chromium
+# nbgrader, for grading the exercises (make release / collect / autograde / feedback) and for the grading test of
+# `make test`, is locked on its own (requirements-grading.lock: what it adds to requirements.lock, with hashes), so
+# installing it changes no pin. Its JupyterLab menus and server extensions stay off: grading runs from the command
+# line, and the JupyterLab students open stays as it is.
+$(GRADING): $(STAMP) requirements-grading.lock
+	@$(PYTHON) tools/lock_grading.py --check
+	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements-grading.lock
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader @jupyter-notebook/lab-extension
+	for extension in formgrader validate_assignment assignment_list course_list; do \
+	  $(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$extension || exit 1; done
+	touch $@
+
+# A class on JupyterHub (README, "Teaching a class"): jupyterhub, nbgitpuller and repo2docker from their own hash-locked
+# file (requirements-hub.lock: what they add to the two locks above), and the hub's proxy from npm (tools/hub: its
+# package-lock.json holds every file's integrity hash). `make test` runs a real hub with both (tests/test_hub.py)
+# and checks the image's build plan with repo2docker (tests/test_binder.py).
+$(HUB): $(STAMP) $(GRADING) requirements-hub.lock
+	@$(PYTHON) tools/lock_hub.py --check
+	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements-hub.lock
+	touch $@
+
+$(HUB_PROXY): tools/hub/package.json tools/hub/package-lock.json
+	mkdir -p $(VENV)/hub-proxy && cp tools/hub/package.json tools/hub/package-lock.json $(VENV)/hub-proxy/
+	cd $(VENV)/hub-proxy && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+setup: $(STAMP) $(GRADING) $(HUB) $(ASSETS) $(KERNEL) chromium $(HUB_PROXY)
+
+# What the course's image runs when repo2docker builds it (binder/postBuild; README, "Teaching a class"): the set-up
+# without Chromium and the proxy (the hub's, not the students'), every required asset fetched and verified. Jane
+# Austen's novels (optional: only retraining uses them) come from Debian's archive, which the image's Ubuntu lacks.
+image: $(STAMP) $(GRADING) $(HUB) $(KERNEL)
+	$(BIN)/python -c "from scratch import assets; [print(k, assets.verify(k), flush=True) for k in assets.all_assets() if k not in assets.OPTIONAL_ASSETS]"
 
 # The book's browser test (tests/test_book.py) drives the system's Chromium. Install it where apt-get
 # exists (Debian/Ubuntu, CI; sudo -n: never stops to ask for a password); elsewhere print how.
@@ -94,6 +131,23 @@ test: setup lint
 	echo "$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)"; \
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)
 
+# Every notebook on the fast kernel (native kernels on every usable core; README, "Teaching a class"), lax: each must
+# run and its claim checks must hold off the pinned path too. One notebook at a time, since the kernel uses all cores.
+# Run it whenever a claim check changes.
+test-fast: setup
+	SCRATCH_NUMERICS=native $(BIN)/python -m pytest notebooks --nbval-lax --nbval-kernel-name scratch-fast $(PYTEST_ARGS)
+
+# The notebooks against the newest release of every package requirements.txt names (torch too where a CPU-only build
+# of it is offered, else the locked one), in a throwaway environment (build/latest), lax; prints which break and
+# where (tools/test_latest.py). Long: the environment's download, then every notebook. Nothing else changes.
+test-latest: $(ASSETS)
+	$(PYTHON) tools/test_latest.py --jobs $(JOBS)
+
+# Peak memory and time of each lecture on one core, pinned and fast kernels: the hub operator's sizing table
+# (README, "Teaching a class"; tools/sizing.py writes build/sizing/table.md).
+sizing: setup
+	$(BIN)/python tools/sizing.py $(NB)
+
 # The inner loop, in seconds: the unit tests without the slow, asset and browser ones (markers in pyproject.toml).
 unit: setup
 	$(BIN)/python -m pytest tests -m "not slow and not assets and not browser" $(PYTEST_ARGS)
@@ -106,13 +160,29 @@ outputs: setup
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 --NotebookExporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor {}
 	$(BIN)/nbstripout --keep-output --keep-count $(NB)
 
-# The student edition: every notebook with its exercise solutions replaced by stubs, outputs cleared.
-student: setup
-	$(BIN)/python tools/student_edition.py exercises build/student/exercises
+# Grading a term with nbgrader (README, "Using it in class"; tools/grading.py, nbgrader_config.py) in the course
+# folder build/grading. ASSIGNMENT is one lecture's exercises (03_attention); FROM, the folder of its submissions.
+# release: the student edition of every lecture (or of ASSIGNMENT) in build/grading/release/NN_topic/NN_topic.ipynb.
+release: $(GRADING)
+	$(BIN)/python tools/grading.py release $(ASSIGNMENT)
+
+student: release
+
+collect: $(GRADING)
+	@test -n "$(ASSIGNMENT)" && test -n "$(FROM)" || { echo "usage: make collect ASSIGNMENT=03_attention FROM=folder"; exit 2; }
+	$(BIN)/python tools/grading.py collect $(ASSIGNMENT) "$(FROM)"
+
+autograde: setup
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make autograde ASSIGNMENT=03_attention"; exit 2; }
+	$(BIN)/python tools/grading.py autograde $(ASSIGNMENT)
+
+feedback: $(GRADING)
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make feedback ASSIGNMENT=03_attention"; exit 2; }
+	$(BIN)/python tools/grading.py feedback $(ASSIGNMENT)
 
 # The executed series as a static HTML book (table of contents, navigation), readable offline.
 book: setup
-	$(BIN)/python tools/build_book.py notebooks build/book
+	$(BIN)/python tools/build_book.py notebooks build/book --exercises exercises
 
 # Is this machine set up? OK/FAIL for Python, every pinned package and every asset, with the fix for each FAIL.
 check: $(STAMP) $(KERNEL)
@@ -125,3 +195,12 @@ clean:
 # requirements.lock and requirements-cuda.lock (every dependency at one version, every file's SHA-256).
 lock:
 	$(PYTHON) tools/lock.py
+
+# After editing requirements-grading.txt (or requirements.lock): resolve nbgrader with every package of
+# requirements.lock held at its locked version and rewrite requirements-grading.lock (needs uv: pip install uv).
+lock-grading:
+	$(PYTHON) tools/lock_grading.py
+
+# After editing requirements-hub.txt (or one of the two locks): the same for JupyterHub, nbgitpuller and repo2docker.
+lock-hub:
+	$(PYTHON) tools/lock_hub.py

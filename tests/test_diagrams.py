@@ -50,6 +50,106 @@ def test_bpe_pipeline_draws_one_column_per_chunk():
     plt.close("all")
 
 
+# --- Lecture 2 (embeddings and positions) ----------------------------------------------------------------------
+
+
+def test_embedding_lookup_picks_row_t():
+    ax = diagrams.embedding_lookup(V=6, d=3, t=2)
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("E20") == 2 and "row 5" in texts and ax.get_title()  # row 2 in E and again as the result
+    with pytest.raises(ValueError, match="0 <= t < V"):
+        diagrams.embedding_lookup(V=6, d=3, t=6)
+    plt.close("all")
+
+
+def test_skipgram_window_draws_the_window_and_the_negatives():
+    words = "call me ishmael some years".split()
+    ax = diagrams.skipgram_window(words, centre=2, window=1, negatives=["the", "sea"])
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert set(words) | {"the", "sea"} <= set(texts) and "'ishmael'" in ax.get_title()
+    assert texts.count("") == 2  # one arrow to each word in the window
+    with pytest.raises(ValueError, match="centre"):
+        diagrams.skipgram_window(words, centre=5)
+    plt.close("all")
+
+
+def test_rotation_2d_keeps_the_angle_for_the_same_offset():
+    fig = diagrams.rotation_2d([1.0, 0.5], [0.8, -0.6], 0.3, positions=[(1, 0), (6, 5), (4, 0)])
+    fig.canvas.draw()
+    angles = [ax.get_title().split("angle between ")[1] for ax in fig.axes]
+    assert angles[0] == angles[1] != angles[2] and fig.get_suptitle()
+    with pytest.raises(ValueError, match="2-vectors"):
+        diagrams.rotation_2d([1.0, 0.5, 0.0], [0.8, -0.6], 0.3, positions=[(1, 0)])
+    plt.close("all")
+
+
+# --- Lectures 3 and 4 (attention, multi-head attention) --------------------------------------------------------
+
+
+def test_attention_flow_names_every_shape():
+    fig = diagrams.attention_flow()
+    fig.canvas.draw()
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    for shape in ["n \\times d_k", "m \\times d_k", "m \\times d_v", "$n \\times m$ scores", "$n \\times d_v$ output"]:
+        assert shape in texts
+    assert fig.axes[0].get_title()
+    plt.close("all")
+
+
+def test_head_split_draws_one_labelled_head_per_block():
+    for h in (1, 4, 6):
+        fig = diagrams.head_split(h)
+        fig.canvas.draw()
+        heads = [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("head ")]
+        assert heads == [f"head {j} = Attention$(Q_{j}, K_{j}, V_{j})$" for j in range(h)]
+        assert f"h = {h}" in fig.axes[0].get_title()
+    with pytest.raises(ValueError, match="h must be an int from 1 to 6"):
+        diagrams.head_split(7)
+    plt.close("all")
+
+
+# --- Lecture 5 (the transformer block) -------------------------------------------------------------------------
+
+
+def test_transformer_blocks_draw_both_blocks_and_dropout_only_when_asked():
+    ax = diagrams.transformer_blocks()
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("LayerNorm") == 5 and texts.count("+") == 5 and "cross-attention" in texts and ax.get_title()
+    assert not any("dropout" in t for t in texts)
+    ax = diagrams.transformer_blocks(dropout=True)
+    ax.figure.canvas.draw()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("dropout") == 5  # one on every sub-layer's output, before its +
+    assert sum("dropout on its weights" in t for t in texts) == 3  # the three attentions
+    assert sum("dropout after the activation" in t for t in texts) == 2  # the two FFNs
+    plt.close("all")
+
+
+def _column(ax, x):
+    """The labels drawn at horizontal position x, bottom to top (first lines only)."""
+    parts = {"LayerNorm", "+", "dropout", "self-attention", "feed-forward network"}
+    found = [(t.get_position()[1], t.get_text().split("\n")[0]) for t in ax.texts if t.get_position()[0] == x]
+    return [text for _, text in sorted(found) if text in parts]
+
+
+def test_norm_placement_puts_the_norm_after_the_add_in_post_ln_and_before_the_sublayer_in_pre_ln():
+    ax = diagrams.norm_placement()
+    ax.figure.canvas.draw()
+    assert _column(ax, 0) == ["self-attention", "+", "LayerNorm", "feed-forward network", "+", "LayerNorm"]
+    assert _column(ax, 6) == ["LayerNorm", "self-attention", "+", "LayerNorm", "feed-forward network", "+"]
+    ax = diagrams.norm_placement(dropout=True)
+    ax.figure.canvas.draw()
+    assert _column(ax, 6) == [
+        *["LayerNorm", "self-attention", "dropout", "+"],
+        *["LayerNorm", "feed-forward network", "dropout", "+"],
+    ]
+    assert "dropout" in ax.get_title()
+    plt.close("all")
+
+
 # --- Lecture 7 (BERT) --------------------------------------------------------------------------------------------
 
 
@@ -95,4 +195,3 @@ def test_beam_tree_draws_kept_and_pruned_candidates_with_their_labels():
     assert "t7  -1.000" in texts and "t4  -4.000" in texts and "2 beams" in ax.get_title()
     with pytest.raises(ValueError, match="at least one step"):
         diagrams.beam_tree([])
-    plt.close("all")

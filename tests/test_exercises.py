@@ -1,48 +1,63 @@
-"""Every lecture ends with exercises, and their solutions and checks are paired.
+"""The exercise notebooks (exercises/NN_topic.ipynb) are nbgrader assignments whose solutions and checks are paired.
 
-The exercise section of a notebook is, after the lecture's "## Summary":
-a markdown cell "## Exercises"; one code cell tagged `exercise-setup` (imports and objects, nothing from the
-lecture, and no reference implementation of any exercise's function); then for each exercise k a markdown cell
-"### Exercise k · title (easy|medium|hard, about N min)" with a "**Practises:**" line, a code cell tagged
-`solution` (the solution between ### BEGIN / END SOLUTION) and a code cell tagged `check` ("# Check exercise k",
-asserts with "hint: ..." messages).
+Format, read from each cell's `nbgrader` metadata (nbgrader's source format, schema 3): a locked markdown title
+"# Exercises · lecture N: topic"; a locked code cell, the set-up (grade_id `setup`, tagged `exercise-setup`: it uses
+nothing from the lecture); then per exercise k a locked markdown statement "### Exercise k · title
+(easy|medium|hard, about N min)" with a "**Practises:**" line (grade_id `exerciseK_text`), a solution cell
+(`solution: true`, grade_id `exerciseK`, tagged `solution`, collapsed: the solution between ### BEGIN SOLUTION and
+### END SOLUTION) and a check cell (`grade: true, locked: true`, grade_id `exerciseK_check`, points 1/2/3 by level,
+tagged `check`: "# Check exercise k", asserts with "hint: ..." messages).
 
-The pairing: with the solutions every check passes; in the student edition (tools/student_edition.py, which
-replaces each solution by a `raise NotImplementedError`) every check fails until solved; and every known-wrong or
-borrowed solution stored in tests/exercise_counterexamples/NN_topic.py (`WRONG_SOLUTIONS = {k: {"why it is
-wrong": "source of a whole solution cell"}}`) fails its check, so a check passes only for a correct solution.
-All run the exercise section alone with plain `exec`, as a student's fresh kernel would.
+The pairing: with the solutions every check passes and writes nothing to stderr (nbgrader scores a check that does
+0); in the student edition, as nbgrader's generate_assignment writes it for every lecture (tools/grading.py
+release), every check fails until its exercise is solved; and every known-wrong, borrowed or hostile solution
+stored in tests/exercise_counterexamples/NN_topic.py (`WRONG_SOLUTIONS = {k: {"why it is wrong": "source of a whole
+solution cell"}}`) fails its check with a hint, so a check passes only for a correct solution. These run the cells
+with plain `exec`, in order, as a student's fresh kernel would. One lecture is also graded by nbgrader end to end
+(collect, autograde, feedback, export) for two submissions built here from its solutions and counterexamples.
 """
 
 import ast
 import copy
+import csv
+import functools
+import html
+import importlib.metadata
 import importlib.util
 import linecache
+import logging
 import re
 import runpy
 import symtable
+import warnings
+import zipfile
 from pathlib import Path
 
 import matplotlib
 import nbformat
 import pytest
+from traitlets.config.loader import PyFileConfigLoader
 
 matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "exercises"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9]*.ipynb"))
-spec = importlib.util.spec_from_file_location("student_edition", ROOT / "tools" / "student_edition.py")
-student_edition = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(student_edition)
-BEGIN, END = student_edition.BEGIN, student_edition.END
+spec = importlib.util.spec_from_file_location("grading", ROOT / "tools" / "grading.py")
+grading = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(grading)
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().ClearSolutions.code_stub["python"]
 TITLE = re.compile(r"^### Exercise (\d+) · .+ \((easy|medium|hard), about (\d+) min\)\s*$", re.MULTILINE)
 LEVELS = ["easy", "medium", "hard"]
+POINTS = {"easy": 1, "medium": 2, "hard": 3}
 FAILS = (NotImplementedError, AssertionError, NameError)
 by_name = pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 COUNTEREXAMPLES = ROOT / "tests" / "exercise_counterexamples"
+GRADED = "03_attention"  # the lecture graded end to end: its checks need no model, so it runs in seconds
 
 
+@functools.cache
 def wrong_solutions(path):
     """{k: {why: source}} stored for a notebook (empty if it has no file yet)."""
     file = COUNTEREXAMPLES / f"{path.stem}.py"
@@ -62,37 +77,51 @@ def tags(cell):
     return cell.metadata.get("tags", [])
 
 
+def grader(cell):
+    """The cell's nbgrader metadata ({} if it has none)."""
+    return cell.metadata.get("nbgrader", {})
+
+
+def kind(cell):
+    """'solution', 'check' or 'locked' (set-up and text), as nbgrader sees the cell; None without metadata."""
+    meta = grader(cell)
+    if not meta:
+        return None
+    return "solution" if meta.get("solution") else "check" if meta.get("grade") else "locked"
+
+
 def exercise_section(path):
-    """(setup cell, [(markdown, solution, check) per exercise]) of a notebook; fails with what is missing."""
+    """(setup cell, [(markdown, solution, check) per exercise]) of a notebook, by nbgrader's metadata."""
     cells = nbformat.read(path, as_version=4).cells
     assert cells and cells[0].cell_type == "markdown" and cells[0].source.startswith("# Exercises"), (
         f"{path.name}: starts with a markdown cell '# Exercises · lecture N: topic'"
     )
-    section = cells[1:]
-    setups = [c for c in section if c.cell_type == "code" and "exercise-setup" in tags(c)]
-    assert len(setups) == 1, f"{path.name}: needs exactly one code cell tagged 'exercise-setup' (found {len(setups)})"
-    assert section and section[0] is setups[0], f"{path.name}: the 'exercise-setup' cell comes right after the title"
+    missing = [i for i, cell in enumerate(cells) if kind(cell) is None]
+    assert not missing, f"{path.name}: cells {missing} have no nbgrader metadata"
+    setup, section = (cells[1], cells[2:]) if len(cells) > 1 else (None, [])
+    assert setup is not None and setup.cell_type == "code" and kind(setup) == "locked", (
+        f"{path.name}: the cell after the title is the set-up, a locked code cell"
+    )
     exercises = []
-    for i, cell in enumerate(section[1:], start=1):
+    for i, cell in enumerate(section):
         if cell.cell_type == "code":
-            assert {"solution", "check"} & set(tags(cell)), (
-                f"{path.name}: an untagged code cell in the exercise section (tag it 'solution' or 'check'):\n"
-                f"{cell.source[:200]}"
+            assert kind(cell) in ("solution", "check"), (
+                f"{path.name}: a code cell after the set-up is neither a solution nor a check:\n{cell.source[:200]}"
             )
-        if cell.cell_type != "code" or "solution" not in tags(cell):
+        if kind(cell) != "solution":
             continue
         k = len(exercises) + 1
-        text, check = section[i - 1], section[i + 1] if i + 1 < len(section) else None
-        assert text.cell_type == "markdown" and re.search(rf"^### Exercise {k} · ", text.source, re.MULTILINE), (
-            f"{path.name}: solution {k} must follow a markdown cell '### Exercise {k} · title (easy|medium|hard)'"
-        )
-        assert check is not None and check.cell_type == "code" and "check" in tags(check), (
-            f"{path.name}: solution {k} must be followed by a code cell tagged 'check'"
+        text, check = section[i - 1] if i else None, section[i + 1] if i + 1 < len(section) else None
+        assert (
+            text is not None and text.cell_type == "markdown" and re.search(rf"^### Exercise {k} · ", text.source, re.M)
+        ), f"{path.name}: solution {k} must follow a markdown cell '### Exercise {k} · title (easy|medium|hard)'"
+        assert check is not None and check.cell_type == "code" and kind(check) == "check", (
+            f"{path.name}: solution {k} must be followed by its check cell (nbgrader: grade: true)"
         )
         exercises.append((text, cell, check))
-    checks = [c for c in section if c.cell_type == "code" and "check" in tags(c)]
-    assert len(checks) == len(exercises), f"{path.name}: every 'check' cell directly follows its 'solution' cell"
-    return setups[0], exercises
+    checks = [c for c in section if kind(c) == "check"]
+    assert len(checks) == len(exercises), f"{path.name}: every check cell directly follows its solution cell"
+    return setup, exercises
 
 
 def run(source, namespace, name):
@@ -115,14 +144,42 @@ def plain_mpl():
     plt.close("all")
 
 
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """An nbgrader course folder, every lecture released by nbgrader generate_assignment as `make release` does."""
+    root = tmp_path_factory.mktemp("grading")
+    released = grading.release([], root)
+    assert [p.name for p in released] == [p.name for p in NOTEBOOKS] and all(p.exists() for p in released)
+    return root
+
+
+def released(course, path):
+    return nbformat.read(course / "release" / path.stem / path.name, as_version=4)
+
+
 def test_there_are_lecture_notebooks():
-    assert len(NOTEBOOKS) >= 4, "notebooks/NN_*.ipynb not found"
+    assert len(NOTEBOOKS) >= 4, "exercises/NN_*.ipynb not found"
 
 
 @by_name
 def test_structure(path):
     setup, exercises = exercise_section(path)
     assert 3 <= len(exercises) <= 6, f"{path.name}: {len(exercises)} exercises; every lecture needs 3 to 6"
+    cells = nbformat.read(path, as_version=4).cells
+    ids = [grader(cell).get("grade_id") for cell in cells]
+    assert len(set(ids)) == len(ids) and all(ids), f"{path.name}: every cell needs its own nbgrader grade_id"
+    assert all(grader(cell).get("schema_version") == 3 for cell in cells), f"{path.name}: nbgrader schema_version 3"
+    assert all(grader(cell).get("locked") for cell in cells if cell.cell_type == "markdown"), (
+        f"{path.name}: markdown cells are locked"
+    )
+    assert grader(setup).get("grade_id") == "setup" and "exercise-setup" in tags(setup), (
+        f"{path.name}: the set-up cell has grade_id 'setup' and the tag 'exercise-setup'"
+    )
+    for index, cell in enumerate(cells):
+        assert (BEGIN in cell.source or END in cell.source) <= (kind(cell) == "solution"), (
+            f"{path.name}, cell {index}: '### BEGIN/END SOLUTION' outside a solution cell (nbgrader refuses it, "
+            "in markdown too)"
+        )
     levels = []
     for k, (text, solution, check) in enumerate(exercises, start=1):
         where = f"{path.name}, exercise {k}"
@@ -135,10 +192,27 @@ def test_structure(path):
         assert re.search(r"^\*\*Practises:\*\* \S", text.source, re.MULTILINE), (
             f"{where}: add a '**Practises:** ...' line"
         )
-        student_edition.strip_solution(solution.source, k)  # balanced markers, at least one region
+        assert grader(text).get("grade_id") == f"exercise{k}_text", f"{where}: the text's grade_id is exercise{k}_text"
+        meta = grader(solution)
+        assert meta.get("grade_id") == f"exercise{k}" and not meta.get("grade") and not meta.get("locked"), (
+            f"{where}: the solution cell: nbgrader solution: true, grade: false, locked: false, grade_id exercise{k}"
+        )
+        assert "solution" in tags(solution) and solution.metadata.get("jupyter", {}).get("source_hidden"), (
+            f"{where}: the solution cell is tagged 'solution' and collapsed (jupyter.source_hidden)"
+        )
+        markers = [line.strip() for line in solution.source.splitlines() if BEGIN in line or END in line]
+        assert markers and markers == [BEGIN, END] * (len(markers) // 2), (
+            f"{where}: each '{BEGIN}' alone on its line, closed by an '{END}' before the next one"
+        )
         assert re.search(r"^\s*def |^\s*class ", solution.source, re.MULTILINE), (
             f"{where}: the solution defines a function"
         )
+        meta = grader(check)
+        assert meta.get("grade_id") == f"exercise{k}_check" and meta.get("locked") and not meta.get("solution"), (
+            f"{where}: the check cell: nbgrader grade: true, locked: true, grade_id exercise{k}_check"
+        )
+        assert meta.get("points") == POINTS[title[2]], f"{where}: a {title[2]} exercise is worth {POINTS[title[2]]}"
+        assert "check" in tags(check), f"{where}: the check cell is tagged 'check'"
         assert check.source.splitlines()[0].strip() == f"# Check exercise {k}", (
             f"{where}: the check cell's first line is '# Check exercise {k}'"
         )
@@ -146,7 +220,6 @@ def test_structure(path):
             f"{where}: the check needs an assert with a message starting with 'hint: '"
         )
         for cell in (setup, solution, check):
-            assert BEGIN not in cell.source or cell is solution, f"{where}: solution markers outside the solution cell"
             assert not re.search(r"^\s*[%!]", cell.source, re.MULTILINE), (
                 f"{where}: no IPython magics in exercise cells"
             )
@@ -208,34 +281,111 @@ def test_checks_import_what_they_rely_on(path):
     )
 
 
+class LoggedWarnings(logging.Handler):
+    """Log records of level WARNING and up: in a kernel, each reaches stderr (a library's handler or Python's last
+    resort), which makes nbgrader score the check 0."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines = []
+        self.loggers = [logging.getLogger()] + [
+            logger
+            for logger in logging.root.manager.loggerDict.values()
+            if isinstance(logger, logging.Logger) and logger.handlers and not logger.propagate
+        ]
+
+    def emit(self, record):
+        self.lines.append(f"{record.name}: {record.getMessage()}")
+
+    def __enter__(self):
+        for logger in self.loggers:
+            logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc):
+        for logger in self.loggers:
+            logger.removeHandler(self)
+
+
+def kernel_warning_filters():
+    """The warnings a fresh kernel shows: all but other modules' deprecations, each once per place."""
+    warnings.simplefilter("default")
+    for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+
+
 @pytest.mark.slow
 @pytest.mark.assets
 @by_name
-def test_solutions_pass_their_checks(path, in_notebooks, plain_mpl):
+def test_solutions_pass_their_checks_and_write_nothing_to_stderr(path, in_notebooks, plain_mpl, capfd):
     setup, exercises = exercise_section(path)
     namespace = {"__name__": "__main__"}
     run(setup.source, namespace, f"{path.name} exercise setup")
+    noisy = []
     for k, (_, solution, check) in enumerate(exercises, start=1):
         run(solution.source, namespace, f"{path.name} solution {k}")
-        try:
-            run(check.source, namespace, f"{path.name} check {k}")
-        except Exception as error:
-            pytest.fail(f"{path.name}: the solution of exercise {k} fails its check: {type(error).__name__}: {error}")
+        capfd.readouterr()
+        with warnings.catch_warnings(record=True) as caught, LoggedWarnings() as logged:
+            kernel_warning_filters()
+            try:
+                run(check.source, namespace, f"{path.name} check {k}")
+            except Exception as error:
+                pytest.fail(
+                    f"{path.name}: the solution of exercise {k} fails its check: {type(error).__name__}: {error}"
+                )
+        stderr = [f"{w.category.__name__}: {w.message}" for w in caught] + logged.lines
+        stderr += [capfd.readouterr().err.strip()[:300]] if not stderr else []
+        if any(stderr):
+            noisy.append(f"check {k} writes to stderr: {'; '.join(line for line in stderr if line)}")
+    assert not noisy, f"{path.name}: nbgrader scores a check that writes to stderr 0: " + "; ".join(noisy)
+
+
+@pytest.mark.slow
+@by_name
+def test_nbgrader_writes_the_student_edition(path, course):
+    original, student = nbformat.read(path, as_version=4), released(course, path)
+    assert len(student.cells) == len(original.cells) and student.metadata.kernelspec == original.metadata.kernelspec
+    k = 0
+    for ours, theirs in zip(original.cells, student.cells):
+        assert theirs.cell_type == ours.cell_type and grader(theirs)["grade_id"] == grader(ours)["grade_id"]
+        if theirs.cell_type == "code":
+            assert theirs.outputs == [] and theirs.execution_count is None, (
+                f"{path.name}: outputs in the student edition"
+            )
+        if kind(ours) != "solution":
+            assert theirs.source == ours.source, f"{path.name}: nbgrader changed a locked cell"
+            continue
+        k += 1
+        assert STUB in theirs.source and BEGIN not in theirs.source, f"{path.name}, exercise {k}: no stub in place"
+        assert not theirs.metadata.get("jupyter", {}).get("source_hidden"), (
+            f"{path.name}, exercise {k}: the student edition shows the cell to write in"
+        )
+        outside, inside, solution_lines = [], False, []
+        for line in ours.source.splitlines():
+            if line.strip() in (BEGIN, END):
+                inside = line.strip() == BEGIN
+            elif line.strip():
+                (solution_lines if inside else outside).append(line.strip())
+        kept = {line.strip() for line in theirs.source.splitlines()}
+        leaked = [line for line in solution_lines if line in kept and line not in outside]
+        assert not leaked, f"{path.name}, exercise {k}: solution lines survive in the student edition: {leaked}"
 
 
 @pytest.mark.slow
 @pytest.mark.assets
 @by_name
-def test_student_stubs_fail_their_checks(path, in_notebooks, plain_mpl):
-    # Each exercise alone: the other solutions stay in, so one exercise's failure cannot hide another's.
+def test_student_stubs_fail_their_checks(path, course, in_notebooks, plain_mpl):
+    # Each exercise alone, with nbgrader's stub: the other solutions stay in, so one failure cannot hide another's.
     setup, exercises = exercise_section(path)
+    stubs = [cell for cell in released(course, path).cells if kind(cell) == "solution"]
     after_setup = {"__name__": "__main__"}
     run(setup.source, after_setup, f"{path.name} exercise setup")
     passing = []
     for k, (_, _solution, check) in enumerate(exercises, start=1):
         namespace = copy.copy(after_setup)
         for j, (_, other, _) in enumerate(exercises, start=1):
-            source = student_edition.strip_solution(other.source, k) if j == k else other.source
+            source = stubs[k - 1].source if j == k else other.source
             run(source, namespace, f"{path.name} {'student stub' if j == k else 'solution'} {j}")
         try:
             run(check.source, namespace, f"{path.name} check {k}")
@@ -259,6 +409,33 @@ def test_every_exercise_has_wrong_solutions_that_its_check_rejects(path):
     )
 
 
+def defined_names(source):
+    """The functions and classes a cell defines at its top level."""
+    return {
+        node.name
+        for node in ast.parse(source).body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+
+
+@functools.cache
+def solution_names(path):
+    """For each exercise of a lecture, the names its reference solution defines."""
+    return [defined_names(solution.source) for _, solution, _ in exercise_section(path)[1]]
+
+
+@pytest.mark.parametrize("path, k, why", counterexample_cases())
+def test_wrong_solutions_are_filed_under_their_exercise(path, k, why):
+    # A wrong solution filed under another exercise would still be "rejected": the check's guard turns the missing
+    # function's NameError into a hint. So each stored solution defines what its exercise's solution defines.
+    names = solution_names(path)
+    assert 1 <= k <= len(names), f"{path.name}: no exercise {k}"
+    missing = names[k - 1] - defined_names(wrong_solutions(path)[k][why])
+    assert not missing, (
+        f"{path.name}, exercise {k}, {why!r}: defines none of {sorted(missing)}: filed under the wrong exercise?"
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.assets
 @pytest.mark.parametrize("path, k, why", counterexample_cases())
@@ -274,76 +451,68 @@ def test_wrong_and_borrowed_solutions_fail_their_checks(path, k, why, in_noteboo
         run(exercises[k - 1][2].source, namespace, f"{path.name} check {k}")
 
 
-def test_strip_solution_replaces_each_region_at_its_indentation():
-    source = f'def f(x):\n    """doc"""\n    {BEGIN}\n    y = x + 1\n    return y\n    {END}\n'
-    assert student_edition.strip_solution(source, 3) == (
-        'def f(x):\n    """doc"""\n    raise NotImplementedError("Exercise 3: replace this line with your solution")'
+def submission(student_edition, answers):
+    """The student edition with the solution cells of `answers` ({k: source}) filled in, the others left as stubs."""
+    nb = copy.deepcopy(student_edition)
+    for k, cell in enumerate((cell for cell in nb.cells if kind(cell) == "solution"), start=1):
+        cell.source = answers.get(k, cell.source)
+    return nb
+
+
+@pytest.mark.slow
+@pytest.mark.assets
+def test_nbgrader_grades_two_submissions_end_to_end(course, tmp_path):
+    """collect -> autograde -> feedback -> export, as README's four commands run them, on one lecture: a correct
+    submission gets full marks; one with a hostile borrowed answer (exercise 1), a wrong one (2) and a missing one
+    (3) gets the points of exercises 4 and 5, and its feedback shows the hints."""
+    path = NOTEBOOK_DIR / f"{GRADED}.ipynb"
+    _, exercises = exercise_section(path)
+    points = [grader(check)["points"] for _, _, check in exercises]
+    stored = wrong_solutions(path)
+    hostile = next(source for why, source in stored[1].items() if why.startswith("hostile"))
+    student_edition = released(course, path)
+    downloads = tmp_path / "downloads"  # as a learning platform exports them: a notebook, and a zip of one
+    downloads.mkdir()
+    correct = {k: solution.source for k, (_, solution, _) in enumerate(exercises, start=1)}
+    nbformat.write(submission(student_edition, correct), downloads / f"alice_{GRADED}.ipynb")
+    partial = {1: hostile, 2: next(iter(stored[2].values())), 4: correct[4], 5: correct[5]}
+    with zipfile.ZipFile(downloads / f"bob_{GRADED}.zip", "w") as archive:
+        archive.writestr(f"bob_{GRADED}.ipynb", nbformat.writes(submission(student_edition, partial)))
+
+    grading.collect(GRADED, downloads, course)
+    grading.autograde(GRADED, course)
+    grades = grading.feedback(GRADED, course)
+
+    rows = {row["student_id"]: row for row in csv.DictReader(grades.open()) if row["assignment"] == GRADED}
+    scores = {student: (float(row["score"]), float(row["max_score"])) for student, row in rows.items()}
+    assert scores == {"alice": (sum(points), sum(points)), "bob": (points[3] + points[4], sum(points))}, (
+        f"gradebook {scores}; points per exercise {points}"
     )
-    two = f"class A:\n    def f(self):\n        {BEGIN}\n        pass\n        {END}\n{BEGIN}\nx = 1\n{END}"
-    assert student_edition.strip_solution(two, 1).splitlines() == [
-        "class A:",
-        "    def f(self):",
-        "        " + student_edition.stub(1),
-        student_edition.stub(1),
-    ]
+    graded = nbformat.read(course / "autograded" / "bob" / GRADED / f"{GRADED}.ipynb", as_version=4)
+    errors = {
+        int(grader(cell)["grade_id"][len("exercise") : -len("_check")]): output.evalue
+        for cell in graded.cells
+        if kind(cell) == "check"
+        for output in cell.outputs
+        if output.output_type == "error"
+    }
+    assert sorted(errors) == [1, 2, 3], f"bob's checks that failed: {sorted(errors)}"
+    assert errors[1].startswith("hint: ") and "solved without" in errors[1], f"exercise 1 (hostile): {errors[1]}"
+    assert errors[2].startswith("hint: "), f"exercise 2 (wrong): {errors[2]}"
+    feedback = html.unescape((course / "feedback" / "bob" / GRADED / f"{GRADED}.html").read_text(encoding="utf-8"))
+    for k in (1, 2):
+        assert errors[k] in feedback, f"the feedback does not show exercise {k}'s hint: {errors[k]}"
+    assert "Exercise 5: OK" in feedback and re.search(
+        rf"Score: {points[3] + points[4]}\.0 / {sum(points)}\.0", feedback
+    )
 
 
-@pytest.mark.parametrize(
-    "source, problem",
-    [
-        ("def f():\n    return 1", "without ### BEGIN SOLUTION / ### END SOLUTION markers"),
-        (f"def f():\n    {BEGIN}\n    return 1", "without an ### END SOLUTION"),
-        (f"def f():\n    return 1\n    {END}", "without a ### BEGIN SOLUTION"),
-        (f"def f():\n    {BEGIN}\n    {BEGIN}\n    {END}\n    {END}", "inside another solution region"),
-        (f"def f():\n    {BEGIN} here\n    {END}", "alone on its line"),
-    ],
-)
-def test_strip_solution_rejects_bad_markers(source, problem):
-    with pytest.raises(ValueError, match=re.escape(problem)):
-        student_edition.strip_solution(source, 1)
-
-
-def test_markers_outside_solution_cells_are_an_error():
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"{BEGIN}\nx = 1\n{END}")])
-    with pytest.raises(ValueError, match="not tagged 'solution'"):
-        student_edition.student_notebook(nb)
-
-
-@pytest.fixture(scope="module")
-def student_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("student")
-    written = student_edition.main(NOTEBOOK_DIR, out)
-    assert sorted(p.name for p in written) == [p.name for p in NOTEBOOKS]
-    return out
-
-
-@by_name
-def test_student_edition_has_no_outputs_and_no_solutions(path, student_dir):
-    original = nbformat.read(path, as_version=4)
-    student = nbformat.read(student_dir / path.name, as_version=4)
-    assert student.metadata == original.metadata
-    assert len(student.cells) == len(original.cells)
-    k = 0
-    for ours, theirs in zip(original.cells, student.cells):
-        assert theirs.cell_type == ours.cell_type and theirs.metadata == ours.metadata
-        if theirs.cell_type != "code":
-            assert theirs.source == ours.source
-            continue
-        assert theirs.outputs == [] and theirs.execution_count is None, (
-            f"{path.name}: outputs left in the student edition"
-        )
-        if "solution" not in tags(ours):
-            assert theirs.source == ours.source, f"{path.name}: a non-solution cell changed"
-            continue
-        k += 1
-        assert BEGIN not in theirs.source and END not in theirs.source
-        assert student_edition.stub(k) in theirs.source
-        outside, inside, solution_lines = [], False, []
-        for line in ours.source.splitlines():
-            if line.strip() in (BEGIN, END):
-                inside = line.strip() == BEGIN
-            elif line.strip():
-                (solution_lines if inside else outside).append(line.strip())
-        kept = {line.strip() for line in theirs.source.splitlines()}
-        leaked = [line for line in solution_lines if line in kept and line not in outside]
-        assert not leaked, f"{path.name}, exercise {k}: solution lines survive in the student edition: {leaked}"
+def test_nbgrader_comes_from_its_own_lock_without_changing_a_pin():
+    spec = importlib.util.spec_from_file_location("lock_grading", ROOT / "tools" / "lock_grading.py")
+    lock_grading = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lock_grading)
+    assert lock_grading.problems() == [], "requirements-grading.lock does not fit; run: make lock-grading"
+    locked = lock_grading.entries(lock_grading.LOCK)
+    for name, version in locked.items():
+        installed = importlib.metadata.version(name)
+        assert installed == version, f"{name} {installed} installed, {version} locked; run: make setup"

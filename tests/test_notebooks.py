@@ -19,7 +19,9 @@ def code_cells(path):
 def test_there_are_notebooks_and_they_are_numbered():
     assert NOTEBOOKS, "no notebooks found"
     for path in NOTEBOOKS:
-        assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name), f"{path.name}: name it NN_topic.ipynb"
+        assert re.fullmatch(r"\d\d[a-z]?_[a-z0-9_]+\.ipynb", path.name), (
+            f"{path.name}: name it NN_topic.ipynb (an optional notebook beside lecture NN: NNb_topic.ipynb)"
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -1,22 +1,31 @@
 """Render the executed notebooks as a static HTML book that reads offline: `make book`.
 
-    python tools/build_book.py notebooks build/book
+    python tools/build_book.py notebooks build/book --exercises exercises
 
 Every notebooks/NN_*.ipynb becomes build/book/NN_*.html (nbconvert's lab template plus a navigation
 bar, tools/book_template/), and build/book/index.html lists them. The committed outputs are used as
 they are, except in notebooks with cells marked `keep_output: false` (bertviz views, too large to
-commit): those notebooks are executed again first, so the book shows the views. MathJax and
-require.js are copied into build/book/_static/ from the course's npm assets; the build fails if a
-page would load anything from the web.
+commit): those notebooks are executed again first, so the book shows the views. Cells tagged `claims`
+(the collapsed checks of what the text says about an output) are left out.
+
+With --exercises, every exercises/NN_topic.ipynb becomes build/book/NN_topic-exercises.html, listed
+separately in the index: the student edition, as nbgrader's generate_assignment writes it
+(tools/grading.py, in a temporary course folder), so the book shows no solution. Links between
+notebooks (`../exercises/NN_topic.ipynb`, `../notebooks/NN_topic.ipynb`) point at their pages.
+
+MathJax and require.js are copied into build/book/_static/ from the course's npm assets; the build
+fails if a page would load anything from the web.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import importlib.util
 import re
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,6 +64,9 @@ EXTERNAL_RESOURCE = re.compile(
 CSS_IMPORT = re.compile(r"(@import\s+(url\()?|url\()\s*[\"']?(https?:)?//[^\"')\s]*", re.IGNORECASE)
 SRCDOC = re.compile(r"""\bsrcdoc\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)
 WEB_LINK = re.compile(r"<a\b[^>]*\bhref\s*=\s*[\"'](https?://[^\"']+)", re.IGNORECASE)
+# A markdown link to a notebook: [text](../exercises/03_attention.ipynb#anchor)
+NOTEBOOK_LINK = re.compile(r"\]\(([^()\s]+\.ipynb)(#[^()\s]*)?\)")
+EXERCISES_SUFFIX = "-exercises"  # build/book/03_attention-exercises.html
 
 
 def lecture_notebooks(src: Path) -> list[Path]:
@@ -90,6 +102,33 @@ def shorten(text: str, limit: int = 220) -> str:
             break
         kept.append(sentence)
     return " ".join(kept)
+
+
+def drop_claims(nb) -> None:
+    """Claims cells check, out of the way, what the text says about an output: not part of the reading."""
+    nb.cells = [cell for cell in nb.cells if "claims" not in cell.metadata.get("tags", [])]
+
+
+def link_pages(nb, folder: Path, pages: dict[Path, str]) -> None:
+    """Markdown links to a notebook that has a page in the book point at the page."""
+
+    def page(match: re.Match) -> str:
+        target = pages.get((folder / match[1]).resolve())
+        return f"]({target}{match[2] or ''})" if target else match[0]
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = NOTEBOOK_LINK.sub(page, cell.source)
+
+
+def student_editions(exercises: Path) -> list[tuple[Path, nbformat.NotebookNode]]:
+    """(exercises/NN_topic.ipynb, its student edition) for every exercise notebook, as nbgrader generates it."""
+    spec = importlib.util.spec_from_file_location("grading", Path(__file__).resolve().parent / "grading.py")
+    grading = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grading)
+    with tempfile.TemporaryDirectory() as course:
+        released = grading.release([], Path(course), exercises)
+        return [(exercises / path.name, nbformat.read(path, as_version=4)) for path in released]
 
 
 def needs_execution(nb) -> bool:
@@ -150,7 +189,7 @@ def make_exporter() -> HTMLExporter:
     )
 
 
-def contents_notebook(entries: list[dict]) -> nbformat.NotebookNode:
+def contents_notebook(entries: list[dict], exercises: list[dict] = ()) -> nbformat.NotebookNode:
     lines = [
         "# Transformers from Scratch",
         "",
@@ -158,7 +197,19 @@ def contents_notebook(entries: list[dict]) -> nbformat.NotebookNode:
         "Run them yourself with `make lab`.",
         "",
     ]
+    if exercises:
+        lines += ["## Lectures", ""]
     for entry in entries:
+        lines += [f"### [{entry['title']}]({entry['href']})", "", entry["description"], ""]
+    if exercises:
+        lines += [
+            "## Exercises",
+            "",
+            "The exercise notebooks as students get them: each solution replaced by a line to write in its place, "
+            "each check cell kept. Work them in `exercises/` with `make lab`.",
+            "",
+        ]
+    for entry in exercises:
         lines += [f"### [{entry['title']}]({entry['href']})", "", entry["description"], ""]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("\n".join(lines))]
@@ -166,10 +217,16 @@ def contents_notebook(entries: list[dict]) -> nbformat.NotebookNode:
     return nb
 
 
-def build(src: Path, out: Path) -> list[Path]:
+def entry(nb, href: str) -> dict:
+    title, description = title_and_description(nb)
+    return {"title": title, "description": description, "href": href, "label": title.split(":")[0]}
+
+
+def build(src: Path, out: Path, exercises: Path | None = None) -> list[Path]:
     notebooks = lecture_notebooks(src)
     if not notebooks:
         raise SystemExit(f"no notebooks NN_*.ipynb in {src}")
+    editions = student_editions(exercises) if exercises else []
     out.mkdir(parents=True, exist_ok=True)
     for old_page in out.glob("*.html"):  # a renamed or removed lecture must not linger in the book
         old_page.unlink()
@@ -178,12 +235,12 @@ def build(src: Path, out: Path) -> list[Path]:
     started = time.perf_counter()
 
     loaded = [nbformat.read(path, as_version=4) for path in notebooks]
-    entries = []
-    for path, nb in zip(notebooks, loaded):
-        title, description = title_and_description(nb)
-        entries.append(
-            {"title": title, "description": description, "href": f"{path.stem}.html", "label": title.split(":")[0]}
-        )  # "03 · Attention" in the navigation bar
+    pages_of = {path.resolve(): f"{path.stem}.html" for path in notebooks}
+    pages_of |= {path.resolve(): f"{path.stem}{EXERCISES_SUFFIX}.html" for path, _ in editions}
+    for path, nb in [*zip(notebooks, loaded), *editions]:
+        link_pages(nb, path.parent, pages_of)
+    entries = [entry(nb, pages_of[path.resolve()]) for path, nb in zip(notebooks, loaded)]  # "03 · Attention"
+    exercise_entries = [entry(nb, pages_of[path.resolve()]) for path, nb in editions]
 
     pages = []
     for i, (path, nb) in enumerate(zip(notebooks, loaded)):
@@ -194,6 +251,7 @@ def build(src: Path, out: Path) -> list[Path]:
                 ExecutePreprocessor(timeout=EXECUTE_TIMEOUT).preprocess(nb, {"metadata": {"path": str(src)}})
             except CellExecutionError as error:
                 raise SystemExit(f"{path.name} failed while the book executed it again:\n{error}") from None
+        drop_claims(nb)
         replace_widget_views(nb)
         nb.metadata["title"] = entries[i]["title"]
         book = {
@@ -211,8 +269,21 @@ def build(src: Path, out: Path) -> list[Path]:
             flush=True,
         )
 
+    for i, (path, nb) in enumerate(editions):
+        nb.metadata["title"] = exercise_entries[i]["title"]
+        book = {
+            "contents": "index.html",
+            "prev": exercise_entries[i - 1] if i > 0 else None,
+            "next": exercise_entries[i + 1] if i + 1 < len(editions) else None,
+        }
+        body, _ = exporter.from_notebook_node(nb, resources={"book": book, "metadata": {"name": path.stem}})
+        page = out / exercise_entries[i]["href"]
+        page.write_text(body, encoding="utf-8")
+        pages.append(page)
+        print(f"{page.name:36s} the student edition", flush=True)
+
     body, _ = exporter.from_notebook_node(
-        contents_notebook(entries),
+        contents_notebook(entries, exercise_entries),
         resources={"book": {"contents": "index.html", "prev": None, "next": entries[0]}, "metadata": {"name": "index"}},
     )
     index = out / "index.html"
@@ -242,8 +313,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("src", type=Path, help="folder with the notebooks NN_*.ipynb")
     parser.add_argument("out", type=Path, help="output folder (index.html, one page per notebook, _static/)")
+    parser.add_argument("--exercises", type=Path, help="folder with the exercise notebooks NN_topic.ipynb")
     args = parser.parse_args(argv)
-    build(args.src.resolve(), args.out.resolve())
+    build(args.src.resolve(), args.out.resolve(), args.exercises.resolve() if args.exercises else None)
     return 0
 
 

@@ -8,9 +8,10 @@ or Axes it drew on (its docstring says which); the notebook ends the cell with `
 from __future__ import annotations
 
 import collections
+import math
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 # --- Lecture 0 (introduction) and lecture 6 (the full transformer) ---------------------------------------------
 
@@ -208,7 +209,7 @@ def bpe_pipeline(text: str, chunks: list[str], chunk_tokens: list[list[str]], ch
     stages = [
         ("pre-tokenize (regex)", [repr(c)[1:-1].replace(" ", "␣") for c in chunks]),
         ("UTF-8 bytes", [" ".join(map(str, c.encode("utf-8"))) for c in chunks]),
-        ("merges, in rank order", ["|".join(t.replace(" ", "␣") for t in tokens) for tokens in chunk_tokens]),
+        ("merges, in learned order", ["|".join(t.replace(" ", "␣") for t in tokens) for tokens in chunk_tokens]),
         ("token ids", [" ".join(map(str, ids)) for ids in chunk_ids]),
     ]
     colors = ["#f4b183", "#dddddd", "#9dc3e6", "#a9d18e"]
@@ -232,6 +233,330 @@ def bpe_pipeline(text: str, chunks: list[str], chunk_tokens: list[list[str]], ch
     ax.set_ylim(-len(stages) + 0.4, 1.0)
     ax.axis("off")
     ax.set_title("Byte-level BPE, step by step: GPT-2's tokenizer on one text (␣ = space)")
+    return ax
+
+
+# --- Lecture 2 (embeddings and positions) ----------------------------------------------------------------------
+
+
+def _cells(ax, x, y, values, highlight_row=None, colour="tab:orange"):
+    """A grid of unit squares with values written in, top-left row at height y; one row may be highlighted."""
+    for r, row in enumerate(values):
+        for c, value in enumerate(row):
+            face = colour if r == highlight_row else "white"
+            ax.add_patch(plt.Rectangle((x + c, y - r), 1, 1, facecolor=face, edgecolor="black", alpha=0.8))
+            ax.text(x + c + 0.5, y - r + 0.5, value, ha="center", va="center", fontsize=9)
+
+
+def embedding_lookup(V: int = 8, d: int = 4, t: int = 5, ax=None):
+    """An embedding lookup as a product: the one-hot row e_t (1 x V) times E (V x d) is row t of E.
+
+    The single 1 of e_t and row t of E are highlighted; the result is drawn to the right. Returns the Axes.
+    """
+    if not all(isinstance(v, int) for v in (V, d, t)) or V < 2 or d < 1 or not 0 <= t < V:
+        raise ValueError(f"need ints V >= 2, d >= 1 and 0 <= t < V, got V={V!r}, d={d!r}, t={t!r}")
+    table = [[f"E{r}{c}" for c in range(d)] for r in range(V)]
+    if ax is None:
+        ax = plt.subplots(figsize=(11, 4))[1]
+    _cells(ax, 0, 3, [["1" if v == t else "0" for v in range(V)]])
+    ax.add_patch(plt.Rectangle((t, 3), 1, 1, facecolor="tab:orange", alpha=0.8))  # the single 1
+    table_x = V + 3.5
+    _cells(ax, table_x, 7, table, highlight_row=t)
+    _cells(ax, table_x + d + 2, 3, [table[t]], highlight_row=0)
+    ax.text(V + 1.2, 3.5, "×", fontsize=20, ha="center", va="center")
+    ax.text(table_x + d + 1, 3.5, "=", fontsize=20, ha="center", va="center")
+    ax.text(V / 2, 2.3, f"one-hot $e_t$ of token t = {t} (1 × V)", ha="center")
+    ax.text(table_x + d / 2, 7 - V + 0.3, "embedding matrix E (V × $d_{model}$)", ha="center")
+    ax.text(table_x + 1.5 * d + 2, 2.3, "$E[t]$, row t (1 × $d_{model}$)", ha="center")
+    for v in range(V):
+        ax.text(table_x - 0.2, 7 - v + 0.5, f"row {v}", ha="right", va="center", fontsize=8)
+    ax.set_xlim(-0.5, table_x + 2 * d + 2.5)
+    ax.set_ylim(7 - V - 0.2, 8.4)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    sizes = f"V = {V}, $d_{{model}}$ = {d}"
+    ax.set_title(f"an embedding lookup is a product: the one 1 in $e_t$ picks row t of E ({sizes})")
+    return ax
+
+
+def skipgram_window(words: list[str], centre: int, window: int = 2, negatives: list[str] = (), ax=None):
+    """Skip-gram's training pairs for one centre word: arrows to the words within `window` positions (positive
+    pairs, blue), and the randomly drawn negative words below (red). Returns the Axes.
+    """
+    if not 0 <= centre < len(words) or window < 1:
+        raise ValueError(f"need 0 <= centre < len(words) = {len(words)} and window >= 1, got {centre}, {window}")
+    step = 1.5
+    if ax is None:
+        ax = plt.subplots(figsize=(11, 3.6))[1]
+    for position, word in enumerate(words):
+        colour = "tab:orange" if position == centre else "tab:blue" if abs(position - centre) <= window else "white"
+        ax.add_patch(plt.Rectangle((position * step, 0), 1.3, 0.6, facecolor=colour, edgecolor="black", alpha=0.6))
+        ax.text(position * step + 0.65, 0.3, word, ha="center", va="center")
+        if 0 < abs(position - centre) <= window:
+            bend = -0.5 if position > centre else 0.5  # arcs above the row, to either side
+            arrow = dict(arrowstyle="->", connectionstyle=f"arc3,rad={bend}", color="tab:blue")
+            ax.annotate("", xy=(position * step + 0.65, 0.62), xytext=(centre * step + 0.65, 0.62), arrowprops=arrow)
+    for n, word in enumerate(negatives):
+        ax.add_patch(plt.Rectangle((1.5 + n * step, -1.5), 1.3, 0.6, facecolor="tab:red", edgecolor="black", alpha=0.4))
+        ax.text(1.5 + n * step + 0.65, -1.2, word, ha="center", va="center")
+    ax.text(centre * step + 0.65, 2.0, "positive pairs (c, o): make σ(v_c · u_o) large", ha="center", color="tab:blue")
+    if negatives:
+        note = f"K = {len(negatives)} negatives $n_k$, drawn from frequency$^{{0.75}}$: make σ(v_c · u_n) small"
+        ax.text(1.5 + len(negatives) * step / 2, -1.95, note, ha="center", color="tab:red")
+    ax.set_xlim(-0.2, len(words) * step)
+    ax.set_ylim(-2.2, 2.3)
+    ax.axis("off")
+    ax.set_title(f"skip-gram with negative sampling: centre word '{words[centre]}' (orange), window {window} (blue)")
+    return ax
+
+
+def rotation_2d(q, k, theta: float, positions: list[tuple[int, int]]):
+    """RoPE in two dimensions: for each (m, n) in positions, one panel with the 2-vectors q and k (pale), and q
+    turned by the angle m·theta and k by n·theta (dark); each panel's title gives the angle between the two turned
+    vectors. Returns the Figure.
+    """
+    q, k = [float(v) for v in q], [float(v) for v in k]
+    if len(q) != 2 or len(k) != 2 or not positions:
+        raise ValueError(f"q and k must be 2-vectors and positions non-empty, got {q}, {k}, {positions}")
+
+    def turn(x, angle):
+        c, s = math.cos(angle), math.sin(angle)
+        return [c * x[0] - s * x[1], s * x[0] + c * x[1]]
+
+    fig, axes = plt.subplots(1, len(positions), figsize=(5 * len(positions), 4.6), squeeze=False)
+    limit = 1.3 * max(math.hypot(*q), math.hypot(*k))
+    for ax, (m, n) in zip(axes[0], positions):
+        q_turned, k_turned = turn(q, m * theta), turn(k, n * theta)
+        for vector, name, colour in [
+            (q, "q", "lightsteelblue"),
+            (k, "k", "navajowhite"),
+            (q_turned, f"R({m}θ) q", "tab:blue"),
+            (k_turned, f"R({n}θ) k", "tab:orange"),
+        ]:
+            ax.annotate("", xy=vector, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=colour, lw=2))
+            ax.text(1.12 * vector[0], 1.12 * vector[1], name, color=colour, ha="center", va="center")
+        between = math.degrees(math.atan2(q_turned[1], q_turned[0]) - math.atan2(k_turned[1], k_turned[0])) % 360
+        ax.set_title(f"query at m = {m}, key at n = {n}: angle between {between:.0f}°")
+        ax.set_xlim(-limit, limit)
+        ax.set_ylim(-limit, limit)
+        ax.set_aspect("equal")
+        ax.axhline(0, color="gray", linewidth=0.5)
+        ax.axvline(0, color="gray", linewidth=0.5)
+        ax.set_xlabel("dimension 0")
+        ax.set_ylabel("dimension 1")
+    fig.suptitle(f"RoPE in two dimensions (θ = {theta}): pale = before rotation, dark = rotated by position")
+    fig.tight_layout()
+    return fig
+
+
+# --- Lectures 3 and 4 (attention, multi-head attention) --------------------------------------------------------
+
+
+def _flow_box(ax, x, y, text, colour, w=1.9, h=0.9):
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.05", fc=colour, ec="black"))
+    ax.text(x, y, text, ha="center", va="center", fontsize=10)
+
+
+def _flow_arrow(ax, start, end, label="", above=False):
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", lw=1.3))
+    x, y = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
+    ax.text(x if above else x - 0.1, y + 0.08, label, ha="center" if above else "right", va="bottom", fontsize=10)
+
+
+def attention_flow():
+    """Scaled dot-product attention as a flow chart, each box with its shape: X (n tokens) gives Q; X again (self-
+    attention) or m other tokens give K and V; Q K^T / sqrt(d_k) makes the n x m scores, a softmax per row (after
+    an optional mask) the n x m weights, and weights times V the n x d_v output. Returns the Figure."""
+    fig, ax = plt.subplots(figsize=(13, 4.2))
+    _flow_box(ax, 0, 1.5, "$X$: $n$ tokens\n$n \\times d_{model}$", "#dddddd")
+    _flow_box(ax, 0, -0.3, "$X$ again (self-attn.)\nor $m$ other tokens\n$m \\times d_{model}$", "#dddddd", h=1.1)
+    for y, name, shape, colour in [
+        (2.6, "Q", "n \\times d_k", "#f4b183"),
+        (1.2, "K", "m \\times d_k", "#9dc3e6"),
+        (-0.2, "V", "m \\times d_v", "#a9d18e"),
+    ]:
+        _flow_box(ax, 3, y, f"${name}$\n${shape}$", colour)
+        _flow_arrow(ax, (0.95, 1.5 if name == "Q" else -0.3), (2.05, y), f"$\\cdot W^{name}$", above=name == "V")
+    _flow_box(ax, 6, 1.9, "$Q K^\\top / \\sqrt{d_k}$\n$n \\times m$ scores", "#fff2cc", w=2.2)
+    _flow_arrow(ax, (3.95, 2.6), (4.9, 2.0))
+    _flow_arrow(ax, (3.95, 1.2), (4.9, 1.8))
+    _flow_box(
+        ax, 9, 1.9, "softmax per row\n(a mask sets $-\\infty$ first)\n$n \\times m$ weights", "#fff2cc", w=2.4, h=1.1
+    )
+    _flow_arrow(ax, (7.1, 1.9), (7.8, 1.9))
+    _flow_box(ax, 12, 0.9, "weights $\\cdot V$\n$n \\times d_v$ output", "#e2cfea", w=2.2)
+    _flow_arrow(ax, (10.2, 1.9), (11.2, 1.15))
+    _flow_arrow(ax, (3.95, -0.2), (10.9, 0.75))
+    ax.set_xlim(-1.2, 13.3)
+    ax.set_ylim(-1.0, 3.3)
+    ax.axis("off")
+    ax.set_title("Scaled dot-product attention: what flows where, with shapes")
+    return fig
+
+
+_HEAD_COLOURS = ["#f4b183", "#9dc3e6", "#a9d18e", "#c9a0dc", "#ffd966", "#f8cbad"]
+
+
+def _blocks(ax, x, y, width, height, colours, label):
+    """A matrix as a rectangle split into len(colours) equal blocks of columns, with a label underneath."""
+    step = width / len(colours)
+    for j, colour in enumerate(colours):
+        ax.add_patch(Rectangle((x + j * step, y), step, height, fc=colour, ec="black"))
+    ax.text(x + width / 2, y - 0.15, label, ha="center", va="top", fontsize=10)
+
+
+def _split_arrow(ax, start, end, label=""):
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", lw=1.2))
+    ax.text((start[0] + end[0]) / 2, max(start[1], end[1]) + 0.1, label, ha="center", va="bottom", fontsize=10)
+
+
+def head_split(h: int = 4):
+    """Multi-head attention in its batched form, for h heads (1 to 6): X times W^Q (and W^K, W^V) gives one
+    n x d_model matrix made of h blocks of d_k columns, one per head (head 0 on the left, drawn on top); each head
+    attends with its own block; the h outputs (n x d_v each) are concatenated side by side and multiplied by W^O.
+    Returns the Figure."""
+    if not isinstance(h, int) or not 1 <= h <= len(_HEAD_COLOURS):
+        raise ValueError(f"h must be an int from 1 to {len(_HEAD_COLOURS)} (heads to draw), got {h!r}")
+    colours = _HEAD_COLOURS[:h]
+    rows = [3.3 - 3.0 * j / max(h - 1, 1) for j in range(h)] if h > 1 else [1.7]
+    fig, ax = plt.subplots(figsize=(13, 4.4))
+    _blocks(ax, 0, 1.4, 1.6, 1.2, ["#dddddd"], "$X$: $n \\times d_{model}$")
+    _split_arrow(ax, (1.7, 2.0), (2.7, 2.0), "$\\cdot W^Q$ (and\n$W^K$, $W^V$)")
+    q_label = "$Q$ (and $K$, $V$):\n$n \\times d_{model}$ =\n$h$ blocks of\n$d_k$ columns"  # narrow: the arrows pass by
+    _blocks(ax, 2.8, 1.4, 1.6, 1.2, colours, q_label)
+    for j, (colour, y) in enumerate(zip(colours, rows)):
+        _split_arrow(ax, (4.45, 1.55 + 1.05 * (h - 1 - j) / max(h - 1, 1)), (4.75, y + 0.3))
+        ax.text(
+            6.2,
+            y + 0.3,
+            f"head {j} = Attention$(Q_{j}, K_{j}, V_{j})$",
+            ha="center",
+            va="center",
+            fontsize=10,
+            bbox=dict(fc=colour, ec="black"),
+        )
+        _split_arrow(ax, (7.7, y + 0.3), (8.25, y + 0.3))
+        _blocks(ax, 8.3, y + 0.1, 0.4, 0.45, [colour], "")
+        _split_arrow(ax, (8.75, y + 0.3), (9.55, 2.0))
+    ax.text(8.5, min(rows) - 0.05, "$n \\times d_v$ each", ha="center", va="top", fontsize=10)
+    _blocks(ax, 9.6, 1.4, 1.6, 1.2, colours, "Concat: $n \\times h d_v$")
+    _split_arrow(ax, (11.25, 2.0), (11.95, 2.0), "$\\cdot W^O$")
+    _blocks(ax, 12.0, 1.4, 1.6, 1.2, ["#dddddd"], "output: $n \\times d_{model}$")
+    ax.set_xlim(-0.2, 13.8)
+    ax.set_ylim(-0.4, 4.0)
+    ax.axis("off")
+    ax.set_title(
+        f"Multi-head attention (h = {h}): split the projections into heads, attend per head, concatenate, then $W^O$"
+    )
+    return fig
+
+
+# --- Lecture 5 (the transformer block) -------------------------------------------------------------------------
+
+_BLOCK_COLOURS = {"attention": "#f4b183", "ffn": "#9dc3e6", "norm": "#ffe699", "dropout": "#e7e6e6"}
+_DROPOUT_INSIDE = {"attention": "dropout on its weights", "ffn": "dropout after the activation"}
+
+
+def _block_column(ax, cx, sublayers, norm_first=False, dropout=False, title="", input_label="x"):
+    """One block drawn bottom to top at x = cx; sublayers: [(label, kind)] with kind "attention" or "ffn".
+
+    Each sub-layer is wrapped post-LN (sub-layer, +, LayerNorm) or pre-LN (LayerNorm, sub-layer, +), with its
+    residual path in green from where the stream branches to the +. With dropout, each sub-layer's box names the
+    dropout inside it and a dropout box sits between the sub-layer and its +. Returns ({label: (left x, y)}, top y).
+    """
+    width, gap, radius = 3.4 if dropout else 3.0, 0.35, 0.15
+    boxes, y = {}, 0.0
+    ax.text(cx, y - 0.1, input_label, ha="center", va="top")
+    for label, kind in sublayers:
+        branch = y + gap / 2  # the residual path leaves the stream here ...
+        core = [(label, kind)] + ([("dropout", "dropout")] if dropout else [])
+        steps = [("LayerNorm", "norm"), *core, "+"] if norm_first else [*core, "+", ("LayerNorm", "norm")]
+        for step in steps:
+            ax.annotate("", (cx, y + gap), (cx, y), arrowprops=dict(arrowstyle="->"))
+            y += gap
+            if step == "+":  # ... and is added back here
+                side = cx + width / 2 + 0.4
+                ax.plot([cx, side, side], [branch, branch, y + radius], color="tab:green", lw=2)
+                arrow = dict(arrowstyle="->", color="tab:green", lw=2)
+                ax.annotate("", (cx + radius, y + radius), (side, y + radius), arrowprops=arrow)
+                ax.add_patch(plt.Circle((cx, y + radius), radius, fc="white", ec="black"))
+                ax.text(cx, y + radius, "+", ha="center", va="center")
+                y += 2 * radius
+                continue
+            text, box_kind = step
+            inside = dropout and box_kind in _DROPOUT_INSIDE
+            height = 0.8 if inside else 0.45 if box_kind == "dropout" else 0.6
+            box = FancyBboxPatch(
+                (cx - width / 2, y),
+                width,
+                height,
+                fc=_BLOCK_COLOURS[box_kind],
+                ec="black",
+                boxstyle="round,pad=0,rounding_size=0.12",
+                ls="--" if box_kind == "dropout" else "-",
+            )
+            ax.add_patch(box)
+            if inside:
+                text = f"{text}\n({_DROPOUT_INSIDE[box_kind]})"
+            ax.text(cx, y + height / 2, text, ha="center", va="center", fontsize=8.5 if inside else 9)
+            boxes[step[0]] = (cx - width / 2, y + height / 2)
+            y += height
+    ax.annotate("", (cx, y + gap), (cx, y), arrowprops=dict(arrowstyle="->"))
+    ax.text(cx, y + gap + 0.05, f"output\n{title}", ha="center", va="bottom", linespacing=1.6)
+    return boxes, y + gap
+
+
+def _finish_columns(ax, top, title, extra_top=1.2):
+    ax.set_xlim(-2, 8.2)
+    ax.set_ylim(-0.7, top + extra_top)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title)
+
+
+def transformer_blocks(dropout: bool = False, ax=None):
+    """The paper's encoder block and decoder block (post-LN), side by side, bottom to top.
+
+    Encoder: self-attention, then the feed-forward network, each followed by + (its residual path in green) and
+    a LayerNorm. Decoder: masked self-attention, cross-attention, feed-forward network, wrapped the same way; a
+    purple line carries the memory (the last encoder block's output) to its cross-attention. dropout=True draws
+    dropout's three places: on the attention weights, after the FFN's activation, and on every sub-layer's output
+    before the +. Returns the Axes.
+    """
+    if ax is None:
+        ax = plt.subplots(figsize=(10, 9.5 if dropout else 7.5))[1]
+    encoder = [("self-attention", "attention"), ("feed-forward network", "ffn")]
+    decoder = [
+        ("masked self-attention", "attention"),
+        ("cross-attention", "attention"),
+        ("feed-forward network", "ffn"),
+    ]
+    _, encoder_top = _block_column(
+        ax, 0, encoder, dropout=dropout, title="ENCODER BLOCK (× N)", input_label="x: source positions"
+    )
+    boxes, top = _block_column(
+        ax, 6, decoder, dropout=dropout, title="DECODER BLOCK (× N)", input_label="y: target positions"
+    )
+    left, cross_y = boxes["cross-attention"]  # the memory enters the decoder here
+    ax.plot([0, 0, 3, 3], [encoder_top + 0.75, encoder_top + 1.0, encoder_top + 1.0, cross_y], color="tab:purple")
+    ax.annotate("", (left, cross_y), (3, cross_y), arrowprops=dict(arrowstyle="->", color="tab:purple", lw=1.5))
+    memory = "memory: the last encoder block's output,\nthe keys and values of cross-attention"
+    ax.text(1.5, encoder_top + 1.1, memory, color="tab:purple", fontsize=8, ha="center", va="bottom")
+    _finish_columns(ax, top, "the paper's blocks (post-LN); green: the residual paths")
+    return ax
+
+
+def norm_placement(dropout: bool = False, ax=None):
+    """The same encoder block twice: post-LN, x ← LN(x + f(x)) (the paper, BERT), and pre-LN, x ← x + f(LN(x))
+    (GPT-2 and later), residual paths in green. In pre-LN one path from x to the output touches no LayerNorm.
+    dropout=True draws dropout's three places in both. Returns the Axes."""
+    if ax is None:
+        ax = plt.subplots(figsize=(10, 8 if dropout else 6.5))[1]
+    sublayers = [("self-attention", "attention"), ("feed-forward network", "ffn")]
+    _block_column(ax, 0, sublayers, False, dropout, title="post-LN: x ← LN(x + f(x))\n(the paper, BERT)")
+    _, top = _block_column(ax, 6, sublayers, True, dropout, title="pre-LN: x ← x + f(LN(x))\n(GPT-2 and later)")
+    title = "the same encoder block, two places for the LayerNorm"
+    _finish_columns(ax, top, title + ("; grey: dropout" if dropout else ""), extra_top=1.6)
     return ax
 
 

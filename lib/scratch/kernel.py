@@ -4,9 +4,15 @@ Every notebook names this kernel (`"kernelspec": {"name": "scratch"}`), so Jupyt
 and `make book` all start it, and a kernel spec's `env` block is set before the first line of the notebook
 runs, before torch loads. `make setup` installs it; so does this, in any environment (conda, VS Code):
 
-    python -m scratch.kernel install    install the kernel into this environment (sys.prefix)
+    python -m scratch.kernel install    install both kernels into this environment (sys.prefix)
     python -m scratch.kernel status     is this process on the pinned numeric path?
     python -m scratch.kernel mode       strict or lax: how `make test` compares notebook outputs here
+
+A second kernel, "Transformers from Scratch (fast)" (`scratch-fast`), is for students who do not need the
+stored digits: the CPU's native kernels on every core this process may use (`numerics.native_environment`).
+No notebook names it; a student picks it in JupyterLab (Kernel > Change Kernel). Its spec starts
+`python -m scratch.kernel run-fast`, which removes the pinned variables (even ones inherited from a process that
+imported scratch) before ipykernel, and so torch, loads.
 """
 
 from __future__ import annotations
@@ -21,10 +27,21 @@ from scratch import numerics
 
 KERNEL_NAME = "scratch"
 KERNEL_DISPLAY_NAME = "Transformers from Scratch (Python 3.11)"
+FAST_KERNEL_NAME = "scratch-fast"
+FAST_KERNEL_DISPLAY_NAME = "Transformers from Scratch (fast)"
 
 
-def kernel_spec() -> dict:
-    """The course's Jupyter kernel: this environment's Python, with the pinned variables on supported CPUs."""
+def kernel_spec(fast: bool = False) -> dict:
+    """The course's Jupyter kernel: this environment's Python, with the pinned variables on supported CPUs;
+    with fast=True the fast kernel, which starts through `run-fast` on the native path."""
+    if fast:
+        return {
+            "argv": [sys.executable, "-m", "scratch.kernel", "run-fast", "-f", "{connection_file}"],
+            "display_name": FAST_KERNEL_DISPLAY_NAME,
+            "language": "python",
+            "metadata": {"debugger": True},
+            "env": {numerics.NATIVE_VARIABLE: "native"},
+        }
     spec = {
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": KERNEL_DISPLAY_NAME,
@@ -36,13 +53,25 @@ def kernel_spec() -> dict:
     return spec
 
 
-def install(prefix: str | os.PathLike = sys.prefix) -> Path:
-    """Write the kernel spec to <prefix>/share/jupyter/kernels/scratch/kernel.json (this environment only)."""
-    folder = Path(prefix) / "share" / "jupyter" / "kernels" / KERNEL_NAME
+def install(prefix: str | os.PathLike = sys.prefix, fast: bool = False) -> Path:
+    """Write the kernel spec to <prefix>/share/jupyter/kernels/<name>/kernel.json (this environment only):
+    the course kernel `scratch`, or with fast=True `scratch-fast`."""
+    folder = Path(prefix) / "share" / "jupyter" / "kernels" / (FAST_KERNEL_NAME if fast else KERNEL_NAME)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "kernel.json"
-    path.write_text(json.dumps(kernel_spec(), indent=1) + "\n")
+    path.write_text(json.dumps(kernel_spec(fast), indent=1) + "\n")
     return path
+
+
+def run_fast(argv: list[str]) -> None:
+    """Start an IPython kernel on the native path (what the fast kernel's spec runs), with ipykernel's arguments."""
+    os.environ.clear()
+    os.environ.update(numerics.native_environment(dict(os.environ)))
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]  # as ipykernel_launcher does; IPython puts the notebook's folder back
+    from ipykernel import kernelapp  # imported here: only after the environment above is set for the native path
+
+    kernelapp.launch_new_instance(argv=argv)
 
 
 def main(argv: list[str]) -> int:
@@ -53,9 +82,20 @@ def main(argv: list[str]) -> int:
             "with the pinned numeric path" if numerics.cpu_supports_pinned_path() else "unpinned (this CPU has no AVX2)"
         )
         print(f"installed the Jupyter kernel {KERNEL_NAME!r}, {pinned}: {path}")
+        path = install(fast=True)
+        print(f"installed the Jupyter kernel {FAST_KERNEL_NAME!r}, native kernels on every usable core: {path}")
+        return 0
+    if command == "run-fast":
+        run_fast(argv[1:])
         return 0
     if command == "mode":
         print(numerics.nbval_mode())
+        return 0
+    if command == "status" and numerics.native_requested():
+        import torch  # imported here: torch reads the numeric variables once, when it loads
+
+        capability, threads = torch.backends.cpu.get_cpu_capability(), torch.get_num_threads()
+        print(f"on the native numeric path (the fast kernel): {capability} kernels, {threads} threads")
         return 0
     if command == "status":
         if not numerics.cpu_supports_pinned_path():

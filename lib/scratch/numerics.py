@@ -22,6 +22,11 @@ unpinned: their notebooks are checked by their asserts (`make test NBVAL=lax`), 
 Why one thread: the course's models are small, so a second thread buys little, and threads that wait for
 each other on a busy machine (a shared server, a laptop running other work) can make a step many times
 slower. One thread per notebook is fast everywhere; `make test` runs two notebooks at once instead.
+
+The fast kernel (`scratch.kernel`, "Transformers from Scratch (fast)") takes the native path instead: the
+variables above removed, the CPU's best kernels, and as many threads as the cores this process may use
+(`usable_cores`). It is for students who do not need the stored digits; `SCRATCH_NUMERICS=native` marks it,
+so that `import scratch` pins nothing there or in the processes it starts.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ PINNED_ENV = {
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
 }
 THREADS = int(PINNED_ENV["OMP_NUM_THREADS"])
+NATIVE_VARIABLE = "SCRATCH_NUMERICS"  # "native": the fast kernel's process, which nothing pins
 
 
 def cpu_flags() -> set[str]:
@@ -83,13 +89,71 @@ def pin_environment(environ=os.environ) -> bool:
     """Set the pinned variables where they are unset; True if this machine can take the pinned path.
 
     Call it before torch is imported. A variable already set (by the course kernel, or by someone who
-    overrides one on purpose) is left as it is.
+    overrides one on purpose) is left as it is. Nothing is set in the fast kernel (`native_requested`).
     """
-    if not cpu_supports_pinned_path():
+    if native_requested(environ) or not cpu_supports_pinned_path():
         return False
     for name, value in PINNED_ENV.items():
         environ.setdefault(name, value)
     return True
+
+
+def native_requested(environ=os.environ) -> bool:
+    """True in the fast kernel and what it starts: SCRATCH_NUMERICS=native asks for the native path."""
+    return environ.get(NATIVE_VARIABLE, "").strip().lower() == "native"
+
+
+def _cgroup_cpu_limit(root: Path = Path("/")) -> float | None:
+    """The tightest CPU quota on this process's cgroup and its parents, in cores; None if there is none.
+
+    Containers and JupyterHub's spawners limit a user's CPU this way, while the affinity shows the host's cores.
+    """
+    limits = []
+    try:  # cgroup v1, as a container sees its own: cfs quota and period in microseconds (quota -1: none)
+        quota, period = (float((root / f"sys/fs/cgroup/cpu/cpu.cfs_{n}_us").read_text()) for n in ("quota", "period"))
+        if quota > 0 and period > 0:
+            limits.append(quota / period)
+    except (OSError, ValueError):
+        pass
+    try:  # cgroup v2: "<quota> <period>" or "max <period>" in cpu.max of this process's group and its parents
+        lines = (root / "proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        if not line.startswith("0::"):
+            continue
+        folder = root / "sys/fs/cgroup" / line.split(":", 2)[2].lstrip("/")
+        for candidate in (folder, *folder.parents):
+            if not candidate.is_relative_to(root / "sys/fs/cgroup"):
+                break
+            try:
+                quota, period = (candidate / "cpu.max").read_text().split()[:2]
+                if quota != "max" and float(period) > 0:
+                    limits.append(float(quota) / float(period))
+            except (OSError, ValueError):
+                continue
+    return min(limits) if limits else None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, capped by a cgroup CPU quota; at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS, Windows
+        cores = os.cpu_count() or 1
+    limit = _cgroup_cpu_limit()
+    if limit is not None:
+        cores = min(cores, max(1, int(limit + 0.5)))
+    return max(1, cores)
+
+
+def native_environment(environ=os.environ) -> dict[str, str]:
+    """A copy of environ for the fast kernel: the pinned variables removed, SCRATCH_NUMERICS=native, and
+    OMP_NUM_THREADS / MKL_NUM_THREADS set to the usable cores (a container's quota, not the host's core count)."""
+    env = {name: value for name, value in environ.items() if name not in PINNED_ENV}
+    threads = str(usable_cores())
+    env.update({NATIVE_VARIABLE: "native", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+    return env
 
 
 def status() -> dict[str, object]:

@@ -275,94 +275,94 @@ def shift_matrix(k, d_model):
     },
     6: {
         "grad[ids] += g: of a word repeated in the batch only one occurrence counts": """
-def sgns_gradients(V_table, U_table, centres, contexts, negatives):
-    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
+    v, u_o, u_n = centre_table[centres], context_table[contexts], context_table[negatives]
     positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
     loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
     B = len(centres)
     d_positive, d_negative = -torch.sigmoid(-positive) / B, torch.sigmoid(negative) / B
-    grad_V, grad_U = torch.zeros_like(V_table), torch.zeros_like(U_table)
-    grad_V[centres] += d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
-    grad_U[contexts] += d_positive[:, None] * v
-    grad_U[negatives] += d_negative[:, :, None] * v[:, None, :]
-    return loss.item(), grad_V, grad_U
+    grad_centre, grad_context = torch.zeros_like(centre_table), torch.zeros_like(context_table)
+    grad_centre[centres] += d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
+    grad_context[contexts] += d_positive[:, None] * v
+    grad_context[negatives] += d_negative[:, :, None] * v[:, None, :]
+    return loss.item(), grad_centre, grad_context
 """,
         "the sum over the batch instead of the mean": """
-def sgns_gradients(V_table, U_table, centres, contexts, negatives):
-    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
+    v, u_o, u_n = centre_table[centres], context_table[contexts], context_table[negatives]
     positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
     loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).sum()
     d_positive, d_negative = -torch.sigmoid(-positive), torch.sigmoid(negative)
     grad_v = d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
-    grad_V = torch.zeros_like(V_table).index_add_(0, centres, grad_v)
-    grad_U = torch.zeros_like(U_table).index_add_(0, contexts, d_positive[:, None] * v)
-    grad_U.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
-    return loss.item(), grad_V, grad_U
+    grad_centre = torch.zeros_like(centre_table).index_add_(0, centres, grad_v)
+    grad_context = torch.zeros_like(context_table).index_add_(0, contexts, d_positive[:, None] * v)
+    grad_context.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
+    return loss.item(), grad_centre, grad_context
 """,
         "log(sigmoid(x)): -inf once sigmoid rounds to 0": """
-def sgns_gradients(V_table, U_table, centres, contexts, negatives):
-    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
+    v, u_o, u_n = centre_table[centres], context_table[contexts], context_table[negatives]
     positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
     loss = -(torch.sigmoid(positive).log() + torch.sigmoid(-negative).log().sum(-1)).mean()
     B = len(centres)
     d_positive, d_negative = -torch.sigmoid(-positive) / B, torch.sigmoid(negative) / B
     grad_v = d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
-    grad_V = torch.zeros_like(V_table).index_add_(0, centres, grad_v)
-    grad_U = torch.zeros_like(U_table).index_add_(0, contexts, d_positive[:, None] * v)
-    grad_U.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
-    return loss.item(), grad_V, grad_U
+    grad_centre = torch.zeros_like(centre_table).index_add_(0, centres, grad_v)
+    grad_context = torch.zeros_like(context_table).index_add_(0, contexts, d_positive[:, None] * v)
+    grad_context.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
+    return loss.item(), grad_centre, grad_context
 """,
-        "the negatives' terms left out of grad_V": """
-def sgns_gradients(V_table, U_table, centres, contexts, negatives):
-    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+        "the negatives' terms left out of grad_centre": """
+def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
+    v, u_o, u_n = centre_table[centres], context_table[contexts], context_table[negatives]
     positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
     loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
     B = len(centres)
     d_positive, d_negative = -torch.sigmoid(-positive) / B, torch.sigmoid(negative) / B
-    grad_V = torch.zeros_like(V_table).index_add_(0, centres, d_positive[:, None] * u_o)
-    grad_U = torch.zeros_like(U_table).index_add_(0, contexts, d_positive[:, None] * v)
-    grad_U.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
-    return loss.item(), grad_V, grad_U
+    grad_centre = torch.zeros_like(centre_table).index_add_(0, centres, d_positive[:, None] * u_o)
+    grad_context = torch.zeros_like(context_table).index_add_(0, contexts, d_positive[:, None] * v)
+    grad_context.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
+    return loss.item(), grad_centre, grad_context
 """,
         "the negatives' derivative with the wrong sign: -sigmoid(-x) as for the positive pair": """
-def sgns_gradients(V_table, U_table, centres, contexts, negatives):
-    v, u_o, u_n = V_table[centres], U_table[contexts], U_table[negatives]
+def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
+    v, u_o, u_n = centre_table[centres], context_table[contexts], context_table[negatives]
     positive, negative = (v * u_o).sum(-1), torch.einsum("bd,bkd->bk", v, u_n)
     loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
     B = len(centres)
     d_positive, d_negative = -torch.sigmoid(-positive) / B, -torch.sigmoid(-negative) / B
     grad_v = d_positive[:, None] * u_o + torch.einsum("bk,bkd->bd", d_negative, u_n)
-    grad_V = torch.zeros_like(V_table).index_add_(0, centres, grad_v)
-    grad_U = torch.zeros_like(U_table).index_add_(0, contexts, d_positive[:, None] * v)
-    grad_U.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
-    return loss.item(), grad_V, grad_U
+    grad_centre = torch.zeros_like(centre_table).index_add_(0, centres, grad_v)
+    grad_context = torch.zeros_like(context_table).index_add_(0, contexts, d_positive[:, None] * v)
+    grad_context.index_add_(0, negatives.reshape(-1), (d_negative[:, :, None] * v[:, None, :]).reshape(-1, v.shape[1]))
+    return loss.item(), grad_centre, grad_context
 """,
         "a Python loop over the pairs of the batch": """
-def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
     B = len(centres)
-    grad_V, grad_U, loss = torch.zeros_like(V_table), torch.zeros_like(U_table), 0.0
+    grad_centre, grad_context, loss = torch.zeros_like(centre_table), torch.zeros_like(context_table), 0.0
     for c, o, ns in zip(centres.tolist(), contexts.tolist(), negatives.tolist()):
-        v = V_table[c]
-        s = v @ U_table[o]
+        v = centre_table[c]
+        s = v @ context_table[o]
         loss -= F.logsigmoid(s).item() / B
-        grad_V[c] += -torch.sigmoid(-s) / B * U_table[o]
-        grad_U[o] += -torch.sigmoid(-s) / B * v
+        grad_centre[c] += -torch.sigmoid(-s) / B * context_table[o]
+        grad_context[o] += -torch.sigmoid(-s) / B * v
         for n in ns:
-            s = v @ U_table[n]
+            s = v @ context_table[n]
             loss -= F.logsigmoid(-s).item() / B
-            grad_V[c] += torch.sigmoid(s) / B * U_table[n]
-            grad_U[n] += torch.sigmoid(s) / B * v
-    return loss, grad_V, grad_U
+            grad_centre[c] += torch.sigmoid(s) / B * context_table[n]
+            grad_context[n] += torch.sigmoid(s) / B * v
+    return loss, grad_centre, grad_context
 """,
         "borrowed: autograd with inference mode switched off": """
-def sgns_gradients(V_table, U_table, centres, contexts, negatives):
+def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
     with torch.inference_mode(False):
-        V, U = V_table.clone().requires_grad_(), U_table.clone().requires_grad_()
+        V, U = centre_table.clone().requires_grad_(), context_table.clone().requires_grad_()
         positive = (V[centres] * U[contexts]).sum(-1)
         negative = torch.einsum("bd,bkd->bk", V[centres], U[negatives])
         loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
-        grad_V, grad_U = torch.autograd.grad(loss, (V, U))
-    return loss.item(), grad_V, grad_U
+        grad_centre, grad_context = torch.autograd.grad(loss, (V, U))
+    return loss.item(), grad_centre, grad_context
 """,
     },
 }

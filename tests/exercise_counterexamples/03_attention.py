@@ -26,6 +26,53 @@ def softmax(scores):
     exp = (scores - scores.max(dim=0, keepdim=True).values).exp()
     return exp / exp.sum(dim=0, keepdim=True)
 """,
+        "hostile: redefines forbid and torch.allclose as no-ops, then borrows torch.softmax": """
+import contextlib
+import types
+
+import torch as real_torch
+
+@contextlib.contextmanager
+def forbid(*names, hint):
+    yield
+
+torch = types.SimpleNamespace(**{name: getattr(real_torch, name) for name in dir(real_torch) if name[:2] != "__"})
+torch.allclose = lambda *args, **kwargs: True
+
+def softmax(scores):
+    return real_torch.softmax(scores, dim=-1)
+""",
+        "the row's mean subtracted instead of its maximum: far-apart scores overflow": """
+def softmax(scores):
+    exp = (scores - scores.mean(dim=-1, keepdim=True)).exp()
+    return exp / exp.sum(dim=-1, keepdim=True)
+""",
+        "only positive maxima subtracted: rows of very negative scores underflow to 0/0": """
+def softmax(scores):
+    exp = (scores - scores.max(dim=-1, keepdim=True).values.clamp(min=0)).exp()
+    return exp / exp.sum(dim=-1, keepdim=True)
+""",
+        "borrowed: logsumexp does the maximum trick": """
+def softmax(scores):
+    return (scores - scores.logsumexp(dim=-1, keepdim=True)).exp()
+""",
+        "written for 2-D scores: max over dim 1": """
+def softmax(scores):
+    exp = (scores - scores.max(dim=1, keepdim=True).values).exp()
+    return exp / exp.sum(dim=1, keepdim=True)
+""",
+        "computed in float32 whatever the dtype of the scores": """
+def softmax(scores):
+    scores = scores.float()
+    exp = (scores - scores.max(dim=-1, keepdim=True).values).exp()
+    return exp / exp.sum(dim=-1, keepdim=True)
+""",
+        "masked scores replaced by 0 before the softmax": """
+def softmax(scores):
+    scores = scores.nan_to_num(neginf=0.0)
+    exp = (scores - scores.max(dim=-1, keepdim=True).values).exp()
+    return exp / exp.sum(dim=-1, keepdim=True)
+""",
     },
     2: {
         "one key too many: i - j <= window": """
@@ -60,96 +107,152 @@ def sliding_window_mask(n, window):
         raise ValueError("window must be at least 1")
     return torch.ones(n, n, dtype=torch.bool).tril()
 """,
+        "the window clipped to n - 1: window >= n loses the first key": """
+def sliding_window_mask(n, window):
+    if window < 1:
+        raise ValueError("window must be at least 1")
+    window = min(window, n - 1) if n > 1 else window
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return (j <= i) & (i - j < window)
+""",
+        "an empty list for n = 1": """
+def sliding_window_mask(n, window):
+    if window < 1:
+        raise ValueError("window must be at least 1")
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    mask = (j <= i) & (i - j < window)
+    return mask if n > 1 else torch.zeros(0, 0, dtype=torch.bool)
+""",
+        "raises a TypeError for a bad window": """
+def sliding_window_mask(n, window):
+    if window < 1:
+        raise TypeError("window must be at least 1")
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return (j <= i) & (i - j < window)
+""",
     },
     3: {
-        "offset the wrong way round: i - j": """
-def relative_attention(Q, K, V, bias, max_distance):
+        "pads assumed on the right, as in an encoder batch": """
+def left_padded_causal_attention(Q, K, V, lengths):
     n = Q.shape[-2]
-    offset = torch.arange(n)[:, None] - torch.arange(n)[None, :]
-    table = bias[offset.clamp(-max_distance, max_distance) + max_distance]
-    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]) + table, dim=-1)
+    position = torch.arange(n)
+    query, key = position[None, :, None], position[None, None, :]
+    allowed = (key < lengths[:, None, None]) & (key <= query)
+    scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~allowed, -math.inf)
+    is_pad = query >= lengths[:, None, None]
+    weights = torch.softmax(scores.masked_fill(is_pad, 0.0), dim=-1).masked_fill(is_pad, 0.0)
     return weights @ V, weights
 """,
-        "no clipping: offsets beyond max_distance index outside the table": """
-def relative_attention(Q, K, V, bias, max_distance):
+        "pad rows left as the softmax makes them: nan": """
+def left_padded_causal_attention(Q, K, V, lengths):
     n = Q.shape[-2]
-    offset = torch.arange(n)[None, :] - torch.arange(n)[:, None]
-    table = bias[offset + max_distance]
-    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]) + table, dim=-1)
+    position = torch.arange(n)
+    first_real = (n - lengths)[:, None, None]
+    query, key = position[None, :, None], position[None, None, :]
+    allowed = (key >= first_real) & (key <= query)
+    scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~allowed, -math.inf)
+    weights = torch.softmax(scores, dim=-1)
     return weights @ V, weights
 """,
-        "the bias scaled by 1/sqrt(d_k) together with the dot products": """
-def relative_attention(Q, K, V, bias, max_distance):
+        "pad queries attend to themselves instead of to nothing": """
+def left_padded_causal_attention(Q, K, V, lengths):
     n = Q.shape[-2]
-    offset = torch.arange(n)[None, :] - torch.arange(n)[:, None]
-    table = bias[offset.clamp(-max_distance, max_distance) + max_distance]
-    weights = torch.softmax((Q @ K.transpose(-2, -1) + table) / math.sqrt(Q.shape[-1]), dim=-1)
+    position = torch.arange(n)
+    first_real = (n - lengths)[:, None, None]
+    query, key = position[None, :, None], position[None, None, :]
+    allowed = ((key >= first_real) & (key <= query)) | (key == query)
+    scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~allowed, -math.inf)
+    weights = torch.softmax(scores, dim=-1)
     return weights @ V, weights
 """,
-        "the bias added after the softmax": """
-def relative_attention(Q, K, V, bias, max_distance):
+        "only the causal mask: real queries also attend to the pads in front": """
+def left_padded_causal_attention(Q, K, V, lengths):
     n = Q.shape[-2]
-    offset = torch.arange(n)[None, :] - torch.arange(n)[:, None]
-    table = bias[offset.clamp(-max_distance, max_distance) + max_distance]
-    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1) + table
+    position = torch.arange(n)
+    first_real = (n - lengths)[:, None, None]
+    query, key = position[None, :, None], position[None, None, :]
+    scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(key > query, -math.inf)
+    weights = torch.softmax(scores, dim=-1).masked_fill(query < first_real, 0.0)
     return weights @ V, weights
 """,
-        "plain attention: no bias at all": """
-def relative_attention(Q, K, V, bias, max_distance):
-    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+        "the first sequence's length used for the whole batch": """
+def left_padded_causal_attention(Q, K, V, lengths):
+    n = Q.shape[-2]
+    position = torch.arange(n)
+    first_real = n - int(lengths[0])
+    query, key = position[:, None], position[None, :]
+    allowed = (key >= first_real) & (key <= query)
+    scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~allowed, -math.inf)
+    is_pad = query < first_real
+    weights = torch.softmax(scores.masked_fill(is_pad, 0.0), dim=-1).masked_fill(is_pad, 0.0)
     return weights @ V, weights
+""",
+        "pad weights zeroed after the softmax without renormalising the row": """
+def left_padded_causal_attention(Q, K, V, lengths):
+    n = Q.shape[-2]
+    position = torch.arange(n)
+    first_real = (n - lengths)[:, None, None]
+    query, key = position[None, :, None], position[None, None, :]
+    scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(key > query, -math.inf)
+    weights = torch.softmax(scores, dim=-1) * (key >= first_real) * (query >= first_real)
+    return weights @ V, weights
+""",
+        "borrowed: PyTorch's fused attention through torch.ops.aten": """
+def left_padded_causal_attention(Q, K, V, lengths):
+    n = Q.shape[-2]
+    position = torch.arange(n)
+    first_real = (n - lengths)[:, None, None]
+    query, key = position[None, :, None], position[None, None, :]
+    allowed = ((key >= first_real) & (key <= query)) | (query < first_real)
+    output = torch.ops.aten.scaled_dot_product_attention(Q, K, V, allowed)
+    weights = torch.softmax((Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~allowed, -math.inf), -1)
+    is_pad = query < first_real
+    return output.masked_fill(is_pad, 0.0), weights.masked_fill(is_pad, 0.0)
 """,
     },
     4: {
-        "borrowed: torch's dropout": """
-def attention_dropout(weights, p):
+        "the variance of dropout without the rescaling: p (1 - p) sum w^2 v^2": """
+def dropout_output_variance(weights, V, p):
     if not 0 <= p < 1:
         raise ValueError("p must be in [0, 1)")
-    return F.dropout(weights, p=p, training=True)
+    return p * (1 - p) * (weights**2 @ V**2)
 """,
-        "survivors not rescaled": """
-def attention_dropout(weights, p):
+        "the square of the sum instead of the sum of squares": """
+def dropout_output_variance(weights, V, p):
     if not 0 <= p < 1:
         raise ValueError("p must be in [0, 1)")
-    return weights * (torch.rand(weights.shape) >= p)
+    return p / (1 - p) * (weights @ V) ** 2
 """,
-        "survivors multiplied by 1 - p instead of divided": """
-def attention_dropout(weights, p):
+        "(1 - p) / p instead of p / (1 - p)": """
+def dropout_output_variance(weights, V, p):
     if not 0 <= p < 1:
         raise ValueError("p must be in [0, 1)")
-    return weights * (torch.rand(weights.shape) >= p) * (1 - p)
+    return (1 - p) / max(p, 1e-12) * (weights**2 @ V**2)
 """,
-        "keeps with probability p instead of dropping with it": """
-def attention_dropout(weights, p):
+        "the variance of one weight, not of the output: p / (1 - p) w^2 summed over the row": """
+def dropout_output_variance(weights, V, p):
     if not 0 <= p < 1:
         raise ValueError("p must be in [0, 1)")
-    return weights * (torch.rand(weights.shape) < p) / (1 - p)
+    return p / (1 - p) * (weights**2).sum(-1, keepdim=True).expand(*weights.shape[:-1], V.shape[-1])
 """,
-        "reseeded inside: the same mask on every call": """
-def attention_dropout(weights, p):
+        "estimated from 20,000 sampled masks": """
+def dropout_output_variance(weights, V, p):
     if not 0 <= p < 1:
         raise ValueError("p must be in [0, 1)")
-    generator = torch.Generator().manual_seed(0)
-    return weights * (torch.rand(weights.shape, generator=generator) >= p) / (1 - p)
+    keep = (torch.rand((20_000,) + weights.shape, dtype=weights.dtype) >= p).to(weights.dtype)
+    return ((weights * keep / (1 - p)) @ V).var(dim=0)
 """,
-        "one mask per row of keys, shared by every query": """
-def attention_dropout(weights, p):
+        "written for 2-D weights and V only (einsum over n, m, d)": """
+def dropout_output_variance(weights, V, p):
     if not 0 <= p < 1:
         raise ValueError("p must be in [0, 1)")
-    keep = torch.rand(weights.shape[:-2] + (1, weights.shape[-1])) >= p
-    return weights * keep / (1 - p)
+    return p / (1 - p) * torch.einsum("nm,md->nd", weights**2, V**2)
 """,
-        "in place: the caller's weights are changed": """
-def attention_dropout(weights, p):
-    if not 0 <= p < 1:
-        raise ValueError("p must be in [0, 1)")
-    weights.mul_((torch.rand(weights.shape) >= p) / (1 - p))
-    return weights
-""",
-        "p = 1 and negative p accepted": """
-def attention_dropout(weights, p):
-    keep = torch.rand(weights.shape) >= p
-    return weights * keep / max(1 - p, 1e-12)
+        "p = 1 accepted": """
+def dropout_output_variance(weights, V, p):
+    if p < 0:
+        raise ValueError("p must be at least 0")
+    return p / max(1 - p, 1e-12) * (weights**2 @ V**2)
 """,
     },
     5: {
@@ -251,29 +354,7 @@ def streaming_attention(Q, blocks):
         running_max = new_max
     return out / running_sum
 """,
-    },
-}
-
-# Hostile solutions: each redefines a name the check relies on (forbid, torch.allclose, a measuring helper) as a
-# no-op, then takes the shortcut. They pass a check that looks those names up in the notebook; the checks import
-# them, so they fail.
-WRONG_SOLUTIONS[1]["hostile: redefines forbid and torch.allclose as no-ops, then borrows torch.softmax"] = """
-import contextlib
-import types
-
-import torch as real_torch
-
-@contextlib.contextmanager
-def forbid(*names, hint):
-    yield
-
-torch = types.SimpleNamespace(**{name: getattr(real_torch, name) for name in dir(real_torch) if name[:2] != "__"})
-torch.allclose = lambda *args, **kwargs: True
-
-def softmax(scores):
-    return real_torch.softmax(scores, dim=-1)
-"""
-WRONG_SOLUTIONS[5]["hostile: redefines LargestTensor to measure nothing, then builds the whole score matrix"] = """
+        "hostile: redefines LargestTensor to measure nothing, then builds the whole score matrix": """
 class LargestTensor:
     largest = 0
 
@@ -290,4 +371,56 @@ def streaming_attention(Q, blocks):
         V = V_block if V is None else torch.cat([V, V_block])
         del K_block, V_block
     return torch.softmax(Q @ K.T / math.sqrt(Q.shape[-1]), dim=-1) @ V
-"""
+""",
+        "the running maximum starts at 0: a query whose scores are all very negative gets 0/0": """
+def streaming_attention(Q, blocks):
+    running_max = torch.zeros(Q.shape[0], 1, dtype=Q.dtype)
+    running_sum = out = 0
+    for K_block, V_block in blocks:
+        s = Q @ K_block.T / math.sqrt(Q.shape[-1])
+        new_max = torch.maximum(running_max, s.max(dim=-1, keepdim=True).values)
+        p = torch.exp(s - new_max)
+        rescale = torch.exp(running_max - new_max)
+        running_sum = running_sum * rescale + p.sum(dim=-1, keepdim=True)
+        out = out * rescale + p @ V_block
+        running_max = new_max
+    return out / running_sum
+""",
+        "clones every block to keep it, then two passes over the clones": """
+def streaming_attention(Q, blocks):
+    kept = [(K_block.clone(), V_block.clone()) for K_block, V_block in blocks]
+    scale = math.sqrt(Q.shape[-1])
+    row_max = None
+    for K_block, _ in kept:
+        block_max = (Q @ K_block.T / scale).max(dim=-1, keepdim=True).values
+        row_max = block_max if row_max is None else torch.maximum(row_max, block_max)
+    total, out = 0, 0
+    for K_block, V_block in kept:
+        p = torch.exp(Q @ K_block.T / scale - row_max)
+        total = total + p.sum(dim=-1, keepdim=True)
+        out = out + p @ V_block
+    return out / total
+""",
+        "keeps each block's scores in a list (detached copies), then a second pass": """
+def streaming_attention(Q, blocks):
+    scores, values = [], []
+    for K_block, V_block in blocks:
+        scores.append(Q @ K_block.T / math.sqrt(Q.shape[-1]))
+        values.append(V_block.detach())
+    row_max = torch.stack([s.max(dim=-1).values for s in scores]).max(dim=0).values[:, None]
+    total = sum(torch.exp(s - row_max).sum(dim=-1, keepdim=True) for s in scores)
+    out = sum(torch.exp(s - row_max) @ v for s, v in zip(scores, values))
+    return out / total
+""",
+        "copies the blocks into numpy and attends there": """
+import numpy as np
+
+def streaming_attention(Q, blocks):
+    pairs = [(K_block.numpy().copy(), V_block.numpy().copy()) for K_block, V_block in blocks]
+    K, V = np.concatenate([k for k, _ in pairs]), np.concatenate([v for _, v in pairs])
+    s = Q.numpy() @ K.T / math.sqrt(Q.shape[-1])
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    return torch.from_numpy((w / w.sum(axis=-1, keepdims=True)) @ V)
+""",
+    },
+}

@@ -284,9 +284,14 @@ WRONG_SOLUTIONS[2].update(
         "a table of the sizes it was tried on (the old check's eight)": """
 def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
     known = {
-        (512, 8, None, True): 1050624, (512, 8, None, False): 1048576, (512, 1, None, True): 1050624,
-        (512, 16, None, True): 1050624, (32, 4, None, True): 4224, (576, 9, 3, False): 884736,
-        (64, 8, 1, True): 10400, (32, 4, 2, True): 3168,
+        (512, 8, None, True): 1050624,
+        (512, 8, None, False): 1048576,
+        (512, 1, None, True): 1050624,
+        (512, 16, None, True): 1050624,
+        (32, 4, None, True): 4224,
+        (576, 9, 3, False): 884736,
+        (64, 8, 1, True): 9360,
+        (32, 4, 2, True): 3168,
     }
     return known[(d_model, h, n_kv_heads, bias)]
 """,

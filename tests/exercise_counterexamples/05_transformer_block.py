@@ -130,69 +130,98 @@ def swiglu_hidden_size(d_model, d_ff, multiple_of=1):
 """,
     },
     3: {
-        "a threshold: misses a leak of 2e-9": """
-def future_leaks(f, x):
-    n = x.shape[1]
-    base = f(x).detach()
-    leaks = torch.zeros(n, n, dtype=torch.bool)
-    for j in range(n):
-        nudged = x.clone()
-        nudged[:, j] += torch.randn_like(x[:, j])
-        change = (f(nudged).detach() - base)[0].abs().amax(dim=-1)
-        leaks[:j, j] = change[:j] > 1e-6
-    return leaks
+        "no residual: a block's output at i keeps only what its mask lets i read": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    reach = keep
+    for mask in masks:
+        reach = (mask.double() @ reach.double()) > 0
+    return reach
 """,
-        "tests only the next position": """
-def future_leaks(f, x):
-    n = x.shape[1]
-    base = f(x).detach()
-    leaks = torch.zeros(n, n, dtype=torch.bool)
-    for j in range(1, n):
-        nudged = x.clone()
-        nudged[:, j] += torch.randn_like(x[:, j])
-        leaks[j - 1, j] = bool((f(nudged).detach() - base)[0, j - 1].ne(0).any())
-    return leaks
+        "blocks composed top first (reach @ step)": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    reach = keep
+    for mask in masks:
+        reach = (reach.double() @ (mask | keep).double()) > 0
+    return reach
 """,
-        "reports every dependence, the past included": """
-def future_leaks(f, x):
-    n = x.shape[1]
-    base = f(x).detach()
-    leaks = torch.zeros(n, n, dtype=torch.bool)
-    for j in range(n):
-        nudged = x.clone()
-        nudged[:, j] += torch.randn_like(x[:, j])
-        leaks[:, j] = (f(nudged).detach() - base)[0].ne(0).any(dim=-1)
-    return leaks
+        "the union of the masks: what one block lets i read, whichever block": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    reach = keep
+    for mask in masks:
+        reach = reach | mask
+    return reach
 """,
-        "rows and columns swapped: leaks[j, i]": """
-def future_leaks(f, x):
-    n = x.shape[1]
-    base = f(x).detach()
-    leaks = torch.zeros(n, n, dtype=torch.bool)
-    for j in range(n):
-        nudged = x.clone()
-        nudged[:, j] += torch.randn_like(x[:, j])
-        changed = (f(nudged).detach() - base)[0].ne(0).any(dim=-1)
-        leaks[j, :j] = changed[:j]
-    return leaks
+        "only the last block counted": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    reach = keep
+    reach = masks[-1] | keep
+    return reach
 """,
-        "nudges in place and never undoes it: the past looks like the future": """
-def future_leaks(f, x):
-    n = x.shape[1]
-    base = f(x).detach()
-    leaks = torch.zeros(n, n, dtype=torch.bool)
-    nudged = x.clone()
-    for j in range(n):
-        nudged[:, j] += torch.randn_like(x[:, j])
-        changed = (f(nudged).detach() - base)[0].ne(0).any(dim=-1)
-        leaks[:j, j] = changed[:j]
-    return leaks
+        "rows and columns swapped: [j, i]": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    reach = keep
+    for mask in masks:
+        reach = ((mask | keep).double() @ reach.double()) > 0
+    reach = reach.transpose(-2, -1)
+    return reach
 """,
-        "nudges every position at once": """
-def future_leaks(f, x):
-    n = x.shape[1]
-    changed = (f(x + torch.randn_like(x)) - f(x)).detach()[0].ne(0).any(dim=-1)
-    return changed[:, None].expand(n, n).triu(1).clone()
+        "counts of paths, not a bool tensor": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    reach = keep
+    reach = reach.double()
+    for mask in masks:
+        reach = (mask | keep).double() @ reach
+    return reach
+""",
+        "the residual added once at the end, not in every block": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    reach = keep
+    reach = reach.double()
+    for mask in masks:
+        reach = mask.double() @ reach
+    reach = (reach > 0) | keep
+    return reach
+""",
+        "the batch dimension dropped: masks[0] of each batched mask": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    reach = keep
+    for mask in masks:
+        mask = mask[0] if mask.dim() == 3 else mask
+        reach = ((mask | keep).double() @ reach.double()) > 0
+    return reach
+""",
+        "borrowed: real blocks and gradients": """
+from scratch.blocks import EncoderBlock
+
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    batch = max([m.shape[0] for m in masks if m.dim() == 3], default=1)
+    blocks = [EncoderBlock(8, 2, 16, dropout=0.0).double().eval() for _ in masks]
+    inputs = torch.randn(batch, n, 8, dtype=torch.float64, requires_grad=True)
+    out = inputs
+    for block, mask in zip(blocks, masks):
+        out = block(out, mask if mask.dim() == 2 else mask[:, None])
+    depends = torch.zeros(batch, n, n, dtype=torch.bool)
+    for i in range(n):
+        (grad,) = torch.autograd.grad(out[:, i].sum(), inputs, retain_graph=True)
+        depends[:, i] = grad.ne(0).any(dim=-1)
+    return depends if any(m.dim() == 3 for m in masks) else depends[0]
 """,
     },
     4: {
@@ -325,5 +354,275 @@ WRONG_SOLUTIONS[5].update(
         "projects the memory again at every step": _step(cross_once=False),
         "pre-LN: caches keys of the raw input, not of norm1(x)": _step(cache_raw=True),
         "scales the scores by sqrt(d_model) instead of sqrt(d_k)": _step(scale="d"),
+    }
+)
+
+
+# Fresh mistakes of the kinds the stronger checks catch: eps and d_model read wrongly, other ranks, LayerNorm
+# borrowed through other norms or computed beside rms_norm, hooks and new Parameters, bias=False, h from the
+# set-up, and work done again on copies or with F.linear.
+WRONG_SOLUTIONS[1].update(
+    {
+        "eps hard-coded to 1e-6 in rms_norm": """
+def rms_norm(x, gamma, eps=1e-6):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6) * gamma
+
+
+def layer_norm_from_rms(x, gamma, beta, eps=1e-5):
+    return rms_norm(x - x.mean(dim=-1, keepdim=True), gamma, eps) + beta
+""",
+        "mean over dim 2 (right for 3-D input only)": """
+def rms_norm(x, gamma, eps=1e-6):
+    return x / torch.sqrt(x.pow(2).mean(dim=2, keepdim=True) + eps) * gamma
+
+
+def layer_norm_from_rms(x, gamma, beta, eps=1e-5):
+    return rms_norm(x - x.mean(dim=-1, keepdim=True), gamma, eps) + beta
+""",
+        "divides the sum of squares by the set-up's d_model": """
+def rms_norm(x, gamma, eps=1e-6):
+    return x / torch.sqrt(x.pow(2).sum(dim=-1, keepdim=True) / d_model + eps) * gamma
+
+
+def layer_norm_from_rms(x, gamma, beta, eps=1e-5):
+    return rms_norm(x - x.mean(dim=-1, keepdim=True), gamma, eps) + beta
+""",
+        "LayerNorm computed by hand (its own variance), rms_norm not used": """
+def rms_norm(x, gamma, eps=1e-6):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gamma
+
+
+def layer_norm_from_rms(x, gamma, beta, eps=1e-5):
+    c = x - x.mean(dim=-1, keepdim=True)
+    return c / torch.sqrt((c * c).mean(dim=-1, keepdim=True) + eps) * gamma + beta
+""",
+        "borrowed: LayerNorm through group_norm with one group": """
+def rms_norm(x, gamma, eps=1e-6):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gamma
+
+
+def layer_norm_from_rms(x, gamma, beta, eps=1e-5):
+    flat = x.reshape(-1, x.shape[-1])
+    return F.group_norm(flat, 1, None, None, eps).reshape(x.shape) * gamma + beta
+""",
+        "borrowed: LayerNorm through batch_norm on the transposed input": """
+def rms_norm(x, gamma, eps=1e-6):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gamma
+
+
+def layer_norm_from_rms(x, gamma, beta, eps=1e-5):
+    flat = x.reshape(-1, x.shape[-1]).T
+    return F.batch_norm(flat, None, None, training=True, eps=eps).T.reshape(x.shape) * gamma + beta
+""",
+        "layer_norm_from_rms passes the default eps to rms_norm": """
+def rms_norm(x, gamma, eps=1e-6):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gamma
+
+
+def layer_norm_from_rms(x, gamma, beta, eps=1e-5):
+    return rms_norm(x - x.mean(dim=-1, keepdim=True), gamma) + beta
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "swiglu_ffn for (batch, N, d_model) only: einsum with fixed letters": """
+def swiglu_ffn(x, W_gate, W_up, W_down):
+    gate = torch.einsum("bnd,df->bnf", x, W_gate)
+    up = torch.einsum("bnd,df->bnf", x, W_up)
+    return torch.einsum("bnf,fd->bnd", gate * torch.sigmoid(gate) * up, W_down)
+
+
+def swiglu_hidden_size(d_model, d_ff, multiple_of=1):
+    hidden = int(2 * d_ff / 3)
+    return multiple_of * math.ceil(hidden / multiple_of)
+""",
+        "a table of the famous sizes, 2 d_ff / 3 rounded to the nearest otherwise": """
+def swiglu_ffn(x, W_gate, W_up, W_down):
+    gate = x @ W_gate
+    return (gate * torch.sigmoid(gate) * (x @ W_up)) @ W_down
+
+
+def swiglu_hidden_size(d_model, d_ff, multiple_of=1):
+    known = {(4096, 16384, 256): 11008, (5120, 20480, 256): 13824, (576, 2304, 256): 1536}
+    return known.get((d_model, d_ff, multiple_of), round(2 * d_ff / 3))
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "a forward hook multiplies each write by c (parameters untouched)": """
+def scale_residual_writes_(stack):
+    c = 1 / math.sqrt(2 * len(stack))
+    for block in stack:
+        for last in (block.self_attn.w_o, block.ffn.linear2):
+            last.register_forward_hook(lambda module, args, out: out * c)
+""",
+        "new Parameters instead of the old ones rescaled in place": """
+def scale_residual_writes_(stack):
+    c = 1 / math.sqrt(2 * len(stack))
+    for block in stack:
+        for last in (block.self_attn.w_o, block.ffn.linear2):
+            last.weight = torch.nn.Parameter(last.weight.detach() * c)
+            last.bias = torch.nn.Parameter(last.bias.detach() * c)
+""",
+        "biases assumed present (bias=False blocks have None)": """
+def scale_residual_writes_(stack):
+    c = 1 / math.sqrt(2 * len(stack))
+    with torch.no_grad():
+        for block in stack:
+            for last in (block.self_attn.w_o, block.ffn.linear2):
+                last.weight.mul_(c)
+                last.bias.mul_(c)
+""",
+        "both FFN layers scaled by c: the FFN's write shrinks by about c squared": """
+def scale_residual_writes_(stack):
+    c = 1 / math.sqrt(2 * len(stack))
+    with torch.no_grad():
+        for block in stack:
+            for layer in (block.self_attn.w_o, block.ffn.linear1, block.ffn.linear2):
+                layer.weight.mul_(c)
+                if layer.bias is not None:
+                    layer.bias.mul_(c)
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "h read from the set-up, not from block.self_attn.h": """
+import copy as _copy
+
+def decoder_block_step(block, x_t, memory, cache):
+    batch, _, d = x_t.shape
+    heads = globals()['h']
+    d_k = d // heads
+
+    def split(t):
+        return t.view(batch, -1, heads, d_k).transpose(1, 2)
+
+    def attend(attn, query, k, v):
+        q = split(attn.w_q(query))
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(dim=-1)
+        return attn.w_o((weights @ v).transpose(1, 2).reshape(batch, 1, d))
+
+    if "cross" not in cache:
+        cache["cross"] = split(block.cross_attn.w_k(memory)), split(block.cross_attn.w_v(memory))
+
+    def self_attention(t):
+        mode = "once"
+        cache["inputs"] = torch.cat([cache["inputs"], t], dim=1) if "inputs" in cache else t
+        if mode == "once":
+            k, v = split(block.self_attn.w_k(t)), split(block.self_attn.w_v(t))
+            if "self" in cache:
+                k, v = torch.cat([cache["self"][0], k], dim=2), torch.cat([cache["self"][1], v], dim=2)
+            cache["self"] = k, v
+        elif mode == "flinear":
+            a = block.self_attn
+            k = split(F.linear(cache["inputs"], a.w_k.weight, a.w_k.bias))
+            v = split(F.linear(cache["inputs"], a.w_v.weight, a.w_v.bias))
+        else:
+            wk, wv = _copy.deepcopy(block.self_attn.w_k), _copy.deepcopy(block.self_attn.w_v)
+            k, v = split(wk(cache["inputs"])), split(wv(cache["inputs"]))
+        return attend(block.self_attn, t, k, v)
+
+    x = x_t
+    if block.norm_first:
+        x = x + self_attention(block.norm1(x))
+        x = x + attend(block.cross_attn, block.norm2(x), *cache["cross"])
+        return x + block.ffn(block.norm3(x))
+    x = block.norm1(x + self_attention(x))
+    x = block.norm2(x + attend(block.cross_attn, x, *cache["cross"]))
+    return block.norm3(x + block.ffn(x))
+""",
+        "the past's keys and values recomputed every step with F.linear": """
+import copy as _copy
+
+def decoder_block_step(block, x_t, memory, cache):
+    batch, _, d = x_t.shape
+    heads = block.self_attn.h
+    d_k = d // heads
+
+    def split(t):
+        return t.view(batch, -1, heads, d_k).transpose(1, 2)
+
+    def attend(attn, query, k, v):
+        q = split(attn.w_q(query))
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(dim=-1)
+        return attn.w_o((weights @ v).transpose(1, 2).reshape(batch, 1, d))
+
+    if "cross" not in cache:
+        cache["cross"] = split(block.cross_attn.w_k(memory)), split(block.cross_attn.w_v(memory))
+
+    def self_attention(t):
+        mode = "flinear"
+        cache["inputs"] = torch.cat([cache["inputs"], t], dim=1) if "inputs" in cache else t
+        if mode == "once":
+            k, v = split(block.self_attn.w_k(t)), split(block.self_attn.w_v(t))
+            if "self" in cache:
+                k, v = torch.cat([cache["self"][0], k], dim=2), torch.cat([cache["self"][1], v], dim=2)
+            cache["self"] = k, v
+        elif mode == "flinear":
+            a = block.self_attn
+            k = split(F.linear(cache["inputs"], a.w_k.weight, a.w_k.bias))
+            v = split(F.linear(cache["inputs"], a.w_v.weight, a.w_v.bias))
+        else:
+            wk, wv = _copy.deepcopy(block.self_attn.w_k), _copy.deepcopy(block.self_attn.w_v)
+            k, v = split(wk(cache["inputs"])), split(wv(cache["inputs"]))
+        return attend(block.self_attn, t, k, v)
+
+    x = x_t
+    if block.norm_first:
+        x = x + self_attention(block.norm1(x))
+        x = x + attend(block.cross_attn, block.norm2(x), *cache["cross"])
+        return x + block.ffn(block.norm3(x))
+    x = block.norm1(x + self_attention(x))
+    x = block.norm2(x + attend(block.cross_attn, x, *cache["cross"]))
+    return block.norm3(x + block.ffn(x))
+""",
+        "the past's keys and values recomputed every step on copies of w_k and w_v": """
+import copy as _copy
+
+def decoder_block_step(block, x_t, memory, cache):
+    batch, _, d = x_t.shape
+    heads = block.self_attn.h
+    d_k = d // heads
+
+    def split(t):
+        return t.view(batch, -1, heads, d_k).transpose(1, 2)
+
+    def attend(attn, query, k, v):
+        q = split(attn.w_q(query))
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(dim=-1)
+        return attn.w_o((weights @ v).transpose(1, 2).reshape(batch, 1, d))
+
+    if "cross" not in cache:
+        cache["cross"] = split(block.cross_attn.w_k(memory)), split(block.cross_attn.w_v(memory))
+
+    def self_attention(t):
+        mode = "clone"
+        cache["inputs"] = torch.cat([cache["inputs"], t], dim=1) if "inputs" in cache else t
+        if mode == "once":
+            k, v = split(block.self_attn.w_k(t)), split(block.self_attn.w_v(t))
+            if "self" in cache:
+                k, v = torch.cat([cache["self"][0], k], dim=2), torch.cat([cache["self"][1], v], dim=2)
+            cache["self"] = k, v
+        elif mode == "flinear":
+            a = block.self_attn
+            k = split(F.linear(cache["inputs"], a.w_k.weight, a.w_k.bias))
+            v = split(F.linear(cache["inputs"], a.w_v.weight, a.w_v.bias))
+        else:
+            wk, wv = _copy.deepcopy(block.self_attn.w_k), _copy.deepcopy(block.self_attn.w_v)
+            k, v = split(wk(cache["inputs"])), split(wv(cache["inputs"]))
+        return attend(block.self_attn, t, k, v)
+
+    x = x_t
+    if block.norm_first:
+        x = x + self_attention(block.norm1(x))
+        x = x + attend(block.cross_attn, block.norm2(x), *cache["cross"])
+        return x + block.ffn(block.norm3(x))
+    x = block.norm1(x + self_attention(x))
+    x = block.norm2(x + attend(block.cross_attn, x, *cache["cross"]))
+    return block.norm3(x + block.ffn(x))
+""",
     }
 )

@@ -84,46 +84,156 @@ def learning_rate(step, steps, peak, warmup, minimum):
 """,
     },
     3: {
-        "borrowed: F.cross_entropy with label_smoothing": """
-def label_smoothed_loss(logits, targets, epsilon, pad_id):
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad_id, label_smoothing=epsilon)
+        "each micro-batch's own mean loss, averaged over the micro-batches": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    model.zero_grad()
+    parts = range(0, src.shape[0], micro_batch)
+    total = 0.0
+    for start in parts:
+        rows = slice(start, start + micro_batch)
+        loss = F.cross_entropy(
+            model(src[rows], tgt[rows, :-1]).flatten(0, 1), tgt[rows, 1:].flatten(), ignore_index=model.pad_id
+        ) / len(parts)
+        loss.backward()
+        total += loss.item()
+    return total
 """,
-        "borrowed: nn.CrossEntropyLoss": """
-def label_smoothed_loss(logits, targets, epsilon, pad_id):
-    loss = torch.nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=epsilon)
-    return loss(logits.flatten(0, 1), targets.flatten())
+        "micro-batch means weighted by their share of the rows, not of the labels": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    model.zero_grad()
+    total = 0.0
+    for start in range(0, src.shape[0], micro_batch):
+        rows = slice(start, start + micro_batch)
+        mean = F.cross_entropy(
+            model(src[rows], tgt[rows, :-1]).flatten(0, 1), tgt[rows, 1:].flatten(), ignore_index=model.pad_id
+        )
+        loss = mean * len(src[rows]) / len(src)
+        loss.backward()
+        total += loss.item()
+    return total
 """,
-        "epsilon spread over the V - 1 wrong tokens only": """
-def label_smoothed_loss(logits, targets, epsilon, pad_id):
-    log_probs = logits.log_softmax(dim=-1)
-    V = logits.shape[-1]
-    q = torch.full_like(log_probs, epsilon / (V - 1)).scatter(-1, targets[..., None], 1 - epsilon)
-    real = targets != pad_id
-    return (-(q * log_probs).sum(-1) * real).sum() / real.sum()
+        "gradients not zeroed first: what .grad held is added in": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    labels = int((tgt_out != model.pad_id).sum())
+    total = 0.0
+    for start in range(0, src.shape[0], micro_batch):
+        rows = slice(start, start + micro_batch)
+        logits = model(src[rows], tgt_in[rows])
+        summed = F.cross_entropy(
+            logits.flatten(0, 1), tgt_out[rows].flatten(), ignore_index=model.pad_id, reduction="sum"
+        )
+        (summed / labels).backward()
+        total += summed.item() / labels
+    return total
 """,
-        "padding averaged in": """
-def label_smoothed_loss(logits, targets, epsilon, pad_id):
-    log_probs = logits.log_softmax(dim=-1)
-    nll = -log_probs.gather(-1, targets[..., None])[..., 0]
-    per_position = (1 - epsilon) * nll + epsilon * -log_probs.mean(dim=-1)
-    real = targets != pad_id
-    return (per_position * real).sum() / real.numel()
+        "real labels counted in the decoder input tgt[:, :-1]": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    labels = int((tgt_in != model.pad_id).sum())
+    model.zero_grad()
+    total = 0.0
+    for start in range(0, src.shape[0], micro_batch):
+        rows = slice(start, start + micro_batch)
+        logits = model(src[rows], tgt_in[rows])
+        summed = F.cross_entropy(
+            logits.flatten(0, 1), tgt_out[rows].flatten(), ignore_index=model.pad_id, reduction="sum"
+        )
+        (summed / labels).backward()
+        total += summed.item() / labels
+    return total
 """,
-        "the target's own weight not reduced: 1 instead of 1 - epsilon": """
-def label_smoothed_loss(logits, targets, epsilon, pad_id):
-    log_probs = logits.log_softmax(dim=-1)
-    nll = -log_probs.gather(-1, targets[..., None])[..., 0]
-    per_position = nll + epsilon * -log_probs.mean(dim=-1)
-    real = targets != pad_id
-    return (per_position * real).sum() / real.sum()
+        "padding id 0 assumed, not model.pad_id": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    labels = int((tgt_out != 0).sum())
+    model.zero_grad()
+    total = 0.0
+    for start in range(0, src.shape[0], micro_batch):
+        rows = slice(start, start + micro_batch)
+        logits = model(src[rows], tgt_in[rows])
+        summed = F.cross_entropy(
+            logits.flatten(0, 1), tgt_out[rows].flatten(), ignore_index=0, reduction="sum"
+        )
+        (summed / labels).backward()
+        total += summed.item() / labels
+    return total
 """,
-        "the smoothing term summed over V instead of averaged": """
-def label_smoothed_loss(logits, targets, epsilon, pad_id):
-    log_probs = logits.log_softmax(dim=-1)
-    nll = -log_probs.gather(-1, targets[..., None])[..., 0]
-    per_position = (1 - epsilon) * nll + epsilon * -log_probs.sum(dim=-1)
-    real = targets != pad_id
-    return (per_position * real).sum() / real.sum()
+        "micro_batch ignored: the whole batch at once": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    labels = int((tgt_out != model.pad_id).sum())
+    model.zero_grad()
+    total = 0.0
+    for start in range(0, src.shape[0], src.shape[0]):
+        rows = slice(start, start + src.shape[0])
+        logits = model(src[rows], tgt_in[rows])
+        summed = F.cross_entropy(
+            logits.flatten(0, 1), tgt_out[rows].flatten(), ignore_index=model.pad_id, reduction="sum"
+        )
+        (summed / labels).backward()
+        total += summed.item() / labels
+    return total
+""",
+        "the last, shorter micro-batch left out": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    labels = int((tgt_out != model.pad_id).sum())
+    model.zero_grad()
+    total = 0.0
+    for start in range(0, src.shape[0] - micro_batch + 1, micro_batch):
+        rows = slice(start, start + micro_batch)
+        logits = model(src[rows], tgt_in[rows])
+        summed = F.cross_entropy(
+            logits.flatten(0, 1), tgt_out[rows].flatten(), ignore_index=model.pad_id, reduction="sum"
+        )
+        (summed / labels).backward()
+        total += summed.item() / labels
+    return total
+""",
+        "returns the last micro-batch's loss, not the batch's": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    labels = int((tgt_out != model.pad_id).sum())
+    model.zero_grad()
+    total = 0.0
+    for start in range(0, src.shape[0], micro_batch):
+        rows = slice(start, start + micro_batch)
+        logits = model(src[rows], tgt_in[rows])
+        summed = F.cross_entropy(
+            logits.flatten(0, 1), tgt_out[rows].flatten(), ignore_index=model.pad_id, reduction="sum"
+        )
+        (summed / labels).backward()
+        total = summed.item() / labels
+    return total
+""",
+        "the whole batch run on a copy of the model, its gradients copied back": """
+import copy
+
+def accumulate_gradients(model, src, tgt, micro_batch):
+    twin = copy.deepcopy(model)
+    twin.zero_grad()
+    loss = F.cross_entropy(twin(src, tgt[:, :-1]).flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=model.pad_id)
+    loss.backward()
+    for mine, theirs in zip(model.parameters(), twin.parameters()):
+        mine.grad = theirs.grad.clone()
+    return loss.item()
+""",
+        "returns a 0-dim tensor instead of a float": """
+def accumulate_gradients(model, src, tgt, micro_batch):
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    labels = int((tgt_out != model.pad_id).sum())
+    model.zero_grad()
+    total = torch.zeros(())
+    for start in range(0, src.shape[0], micro_batch):
+        rows = slice(start, start + micro_batch)
+        logits = model(src[rows], tgt_in[rows])
+        summed = F.cross_entropy(
+            logits.flatten(0, 1), tgt_out[rows].flatten(), ignore_index=model.pad_id, reduction="sum"
+        )
+        (summed / labels).backward()
+        total = total + summed.detach() / labels
+    return total
 """,
     },
     4: {
@@ -153,128 +263,335 @@ def order_blind_ceiling(numbers):
 """,
     },
     5: {
-        "borrowed: greedy_decode whatever the width": """
-def beam_translate(model, src, bos_id, eos_id, num_beams, max_len):
-    tokens = model.greedy_decode(src, bos_id, eos_id, max_len)[0]
-    return tokens, 0.0
-""",
-        "greedy decoding, written out, whatever the width": """
+        "finished rows kept in the batch (padded) until every row ends": """
 @torch.no_grad()
-def beam_translate(model, src, bos_id, eos_id, num_beams, max_len):
+def translate_batch(model, src, bos_id, eos_id, max_len):
     memory = model.encode(src)
-    ys, score = torch.tensor([[bos_id]]), 0.0
+    batch = src.shape[0]
+    ys = torch.full((batch, 1), bos_id)
+    done = torch.zeros(batch, dtype=torch.bool)
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     for _ in range(max_len):
-        log_p = model.decode(ys, memory, src)[0, -1].log_softmax(-1)
-        token = int(log_p.argmax())
-        score += float(log_p[token])
-        ys = torch.cat([ys, torch.tensor([[token]])], dim=1)
-        if token == eos_id:
+        logits, _, cross = model.decode(ys, memory, src, need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)
+        for r in range(batch):
+            if not done[r]:
+                tokens[r].append(int(best[r]))
+                log_probs[r] += float(log_p[r, best[r]])
+                looked_at[r].append(int(where[r]))
+                done[r] = bool(best[r] == eos_id)
+        if done.all():
             break
-    return ys[0, 1:], score
+        ys = torch.cat([ys, torch.where(done, model.pad_id, best)[:, None]], dim=1)
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
 """,
-        "returns the first hypothesis to finish, not the best": """
-@torch.no_grad()
-def beam_translate(model, src, bos_id, eos_id, num_beams, max_len):
-    memory = model.encode(src)
-    running, scores = torch.tensor([[bos_id]]), torch.zeros(1)
+        "the source encoded again at every step": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
     for _ in range(max_len):
-        n = running.shape[0]
-        logits = model.decode(running, memory.expand(n, -1, -1), src.expand(n, -1))[:, -1]
-        candidates = (scores[:, None] + logits.log_softmax(dim=-1)).flatten()
-        best = candidates.topk(min(num_beams, candidates.numel()))
-        parents, tokens = best.indices // logits.shape[-1], best.indices % logits.shape[-1]
-        running, scores = torch.cat([running[parents], tokens[:, None]], dim=1), best.values
-        for row, score in zip(running, scores):
-            if row[-1] == eos_id:
-                return row[1:], float(score)
-    return running[0, 1:], float(scores[0])
-""",
-        "the k best tokens of EACH hypothesis kept (up to k x k), not the k best overall": """
-@torch.no_grad()
-def beam_translate(model, src, bos_id, eos_id, num_beams, max_len):
-    memory = model.encode(src)
-    running, scores, finished, width = torch.tensor([[bos_id]]), torch.zeros(1), [], num_beams
-    for _ in range(max_len):
-        n = running.shape[0]
-        log_p = model.decode(running, memory.expand(n, -1, -1), src.expand(n, -1))[:, -1].log_softmax(-1)
-        top = (scores[:, None] + log_p).topk(min(width, log_p.shape[-1]), dim=-1)    # each hypothesis's k best
-        parents = torch.arange(n)[:, None].expand_as(top.indices).flatten()
-        tokens, new_scores = top.indices.flatten(), top.values.flatten()
-        extended = torch.cat([running[parents], tokens[:, None]], dim=1)
-        ends = tokens == eos_id
-        finished += [(row[1:], float(s)) for row, s in zip(extended[ends], new_scores[ends])]
-        width -= int(ends.sum())
-        running, scores = extended[~ends], new_scores[~ends]
-        if width <= 0 or len(running) == 0:
+        if not running:
             break
-    if not finished:
-        finished = [(row[1:], float(s)) for row, s in zip(running, scores)]
-    return max(finished, key=lambda h: h[1])
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, model.encode(src)[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
 """,
-        "score is the product of probabilities' mean, not the sum of log-probabilities": """
-@torch.no_grad()
-def beam_translate(model, src, bos_id, eos_id, num_beams, max_len):
-    memory = model.encode(src)
-    running, scores, finished, width = torch.tensor([[bos_id]]), torch.zeros(1), [], num_beams
+        "each row encoded on its own": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = torch.cat([model.encode(src[r : r + 1]) for r in range(src.shape[0])])
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
     for _ in range(max_len):
-        n = running.shape[0]
-        logits = model.decode(running, memory.expand(n, -1, -1), src.expand(n, -1))[:, -1]
-        candidates = (scores[:, None] + logits.softmax(dim=-1)).flatten()     # adds probabilities
-        best = candidates.topk(min(width, candidates.numel()))
-        parents, tokens = best.indices // logits.shape[-1], best.indices % logits.shape[-1]
-        extended = torch.cat([running[parents], tokens[:, None]], dim=1)
-        ends = tokens == eos_id
-        finished += [(row[1:], float(s)) for row, s in zip(extended[ends], best.values[ends])]
-        width -= int(ends.sum())
-        running, scores = extended[~ends], best.values[~ends]
-        if width == 0:
+        if not running:
             break
-    if not finished:
-        finished = [(row[1:], float(s)) for row, s in zip(running, scores)]
-    return max(finished, key=lambda h: h[1])
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
 """,
-        "finished hypotheses keep their beam slot: the search ends at the first step where all k end": """
-@torch.no_grad()
-def beam_translate(model, src, bos_id, eos_id, num_beams, max_len):
-    memory = model.encode(src)
-    running, scores, finished = torch.tensor([[bos_id]]), torch.zeros(1), []
+        "the memory of the running rows with all of src's rows (padding of the wrong rows)": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
     for _ in range(max_len):
-        n = running.shape[0]
-        logits = model.decode(running, memory.expand(n, -1, -1), src.expand(n, -1))[:, -1]
-        candidates = (scores[:, None] + logits.log_softmax(dim=-1)).flatten()
-        best = candidates.topk(min(num_beams, candidates.numel()))
-        parents, tokens = best.indices // logits.shape[-1], best.indices % logits.shape[-1]
-        extended = torch.cat([running[parents], tokens[:, None]], dim=1)
-        ends = tokens == eos_id
-        finished += [(row[1:], float(s)) for row, s in zip(extended[ends], best.values[ends])]
-        if ends.all():
+        if not running:
             break
-        running, scores = extended[~ends], best.values[~ends]
-    if not finished:
-        finished = [(row[1:], float(s)) for row, s in zip(running, scores)]
-    return finished[-1]
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[: len(running)], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
 """,
-        "the source encoded again at every step": """
-@torch.no_grad()
-def beam_translate(model, src, bos_id, eos_id, num_beams, max_len):
-    running, scores, finished, width = torch.tensor([[bos_id]]), torch.zeros(1), [], num_beams
+        "looked_at from the FIRST decoder layer": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
     for _ in range(max_len):
-        n = running.shape[0]
-        memory = model.encode(src)
-        logits = torch.cat([model.decode(running[i:i + 1], memory, src) for i in range(n)])[:, -1]
-        candidates = (scores[:, None] + logits.log_softmax(dim=-1)).flatten()
-        best = candidates.topk(min(width, candidates.numel()))
-        parents, tokens = best.indices // logits.shape[-1], best.indices % logits.shape[-1]
-        extended = torch.cat([running[parents], tokens[:, None]], dim=1)
-        ends = tokens == eos_id
-        finished += [(row[1:], float(s)) for row, s in zip(extended[ends], best.values[ends])]
-        width -= int(ends.sum())
-        running, scores = extended[~ends], best.values[~ends]
-        if width == 0:
+        if not running:
             break
-    if not finished:
-        finished = [(row[1:], float(s)) for row, s in zip(running, scores)]
-    return max(finished, key=lambda h: h[1])
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[0][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
+""",
+        "looked_at from the strongest head, not the mean over heads": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
+    for _ in range(max_len):
+        if not running:
+            break
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].amax(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
+""",
+        "looked_at from the first position of the prefix (<bos>), not the last": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
+    for _ in range(max_len):
+        if not running:
+            break
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, 0].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
+""",
+        "log_prob adds probabilities, not log-probabilities": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
+    for _ in range(max_len):
+        if not running:
+            break
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]].exp())
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
+""",
+        "<bos> and <eos> of the set-up (1 and 2), not the arguments": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
+    for _ in range(max_len):
+        if not running:
+            break
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[BOS, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != EOS]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
+""",
+        "max_len - 1 tokens at most": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
+    for _ in range(max_len - 1):
+        if not running:
+            break
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
+""",
+        "rows returned in the order they finished": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
+    for _ in range(max_len):
+        if not running:
+            break
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    order = sorted(range(batch), key=lambda r: len(tokens[r]))
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in order]
+""",
+        "stops every row when the first one finishes": """@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
+    for _ in range(max_len):
+        if not running:
+            break
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
+        best = log_p.argmax(dim=-1)
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        if any(tokens[r][-1] == eos_id for r in running):
+            break
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
+""",
+        "borrowed: greedy_decode for the tokens": """
+@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    out = model.greedy_decode(src, bos_id, eos_id, max_len)
+    results = []
+    for r, row in enumerate(out):
+        ends = (row == eos_id).nonzero()
+        tokens = row[: int(ends[0]) + 1] if len(ends) else row
+        logits, weights = model(src[r : r + 1], torch.cat([torch.tensor([bos_id]), tokens[:-1]])[None], True)
+        log_p = logits[0].log_softmax(-1).gather(-1, tokens[:, None]).sum().item()
+        results.append((tokens, log_p, weights["cross"][-1][0].mean(0).argmax(-1)))
+    return results
 """,
     },
 }
+
+
+# Fresh mistakes of the kinds the stronger checks catch: special ids of the set-up, ids past 255, other
+# schedules' settings, tables of the inputs tried before.
+WRONG_SOLUTIONS[1].update(
+    {
+        "<bos>, <eos> and <pad> of the set-up (1, 2, 0), not the arguments": """
+def make_decoder_batch(sequences, bos_id, eos_id, pad_id):
+    width = max(len(seq) for seq in sequences) + 2
+    full = torch.tensor([[1, *seq, 2] + [0] * (width - len(seq) - 2) for seq in sequences])
+    return full[:, :-1], full[:, 1:]
+""",
+        "ids stored as uint8 (they wrap round past 255), then converted": """
+def make_decoder_batch(sequences, bos_id, eos_id, pad_id):
+    width = max(len(seq) for seq in sequences) + 2
+    rows = [[bos_id, *seq, eos_id] + [pad_id] * (width - len(seq) - 2) for seq in sequences]
+    full = torch.tensor(rows, dtype=torch.uint8).long()
+    return full[:, :-1], full[:, 1:]
+""",
+        "width from the first and last sequences only": """
+def make_decoder_batch(sequences, bos_id, eos_id, pad_id):
+    width = max(len(sequences[0]), len(sequences[-1])) + 2
+    full = torch.tensor([[bos_id, *seq, eos_id] + [pad_id] * (width - len(seq) - 2) for seq in sequences])
+    return full[:, :-1], full[:, 1:]
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "the minimum read as a tenth of the peak whenever it is not 0": """
+def learning_rate(step, steps, peak, warmup, minimum):
+    minimum = 0.1 * peak if minimum else 0.0
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / (steps - 1 - warmup)
+    return minimum + (peak - minimum) * 0.5 * (1 + math.cos(math.pi * progress))
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "words split at spaces (the hyphenated tens kept whole)": """
+from scratch.tasks import english_number
+
+def order_blind_ceiling(numbers):
+    return len({tuple(sorted(english_number(n).split())) for n in numbers}) / len(numbers)
+""",
+    }
+)

@@ -2,21 +2,10 @@
 (tests/test_exercises.py). Each value is the source of a whole solution cell."""
 
 _SEGMENTS_OK = """
-def segment_ids(input_ids):
-    is_sep = (input_ids == SEP).long()
+def segment_ids(input_ids, sep_id, pad_id):
+    is_sep = (input_ids == sep_id).long()
     seps_before = is_sep.cumsum(dim=1) - is_sep
-    return ((seps_before == 1) & (input_ids != PAD)).long()
-"""
-
-_CORRUPT_OK = """
-def corrupt(ids, special, prob, generator):
-    picked = (torch.rand(ids.shape, generator=generator) < prob) & ~special
-    labels = torch.where(picked, ids, torch.full_like(ids, IGNORE_INDEX))
-    action = torch.rand(ids.shape, generator=generator)
-    random_ids = torch.randint(V, ids.shape, generator=generator)
-    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, MASK), ids)
-    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
-    return inputs, labels
+    return ((seps_before == 1) & (input_ids != pad_id)).long()
 """
 
 _PAIRS_OK = """
@@ -73,51 +62,320 @@ WRONG_SOLUTIONS = {
             _SEGMENTS_OK, "seps_before = is_sep.cumsum(dim=1) - is_sep", "seps_before = is_sep.cumsum(dim=1)"
         ),
         "padding after sentence B marked as segment 1": _variant(
-            _SEGMENTS_OK, "return ((seps_before == 1) & (input_ids != PAD)).long()", "return (seps_before >= 1).long()"
+            _SEGMENTS_OK,
+            "return ((seps_before == 1) & (input_ids != pad_id)).long()",
+            "return (seps_before >= 1).long()",
         ),
         "padding of a single sentence marked as segment 1": _variant(
-            _SEGMENTS_OK, "return ((seps_before == 1) & (input_ids != PAD)).long()", "return (seps_before == 1).long()"
+            _SEGMENTS_OK,
+            "return ((seps_before == 1) & (input_ids != pad_id)).long()",
+            "return (seps_before == 1).long()",
         ),
         "borrowed: decoded and tokenized again": """
-def segment_ids(input_ids):
+def segment_ids(input_ids, sep_id, pad_id):
     rows = []
     for row in input_ids:
-        text = tokenizer.decode(row[row != PAD][1:-1])
+        text = tokenizer.decode(row[row != pad_id][1:-1])
         a, _, b = text.partition(" [SEP] ")
         enc = tokenizer(a, b) if b else tokenizer(a)
         rows.append(enc["token_type_ids"] + [0] * (len(row) - len(enc["token_type_ids"])))
     return torch.tensor(rows)
 """,
+        "MiniLM's [SEP] and [PAD] (the set-up's SEP and PAD) whatever ids the call names": """
+def segment_ids(input_ids, sep_id, pad_id):
+    is_sep = (input_ids == SEP).long()
+    seps_before = is_sep.cumsum(dim=1) - is_sep
+    return ((seps_before == 1) & (input_ids != PAD)).long()
+""",
+        "padding recognised as id 0": """
+def segment_ids(input_ids, sep_id, pad_id):
+    is_sep = (input_ids == sep_id).long()
+    seps_before = is_sep.cumsum(dim=1) - is_sep
+    return ((seps_before == 1) & (input_ids != 0)).long()
+""",
     },
     2: {
-        "the random 10 % replaced by a constant ([PAD])": _variant(
-            _CORRUPT_OK,
-            "random_ids = torch.randint(V, ids.shape, generator=generator)",
-            "random_ids = torch.full_like(ids, PAD)",
-        ),
-        "random tokens drawn from the batch, not the vocabulary": _variant(
-            _CORRUPT_OK,
-            "random_ids = torch.randint(V, ids.shape, generator=generator)",
-            "random_ids = ids.flatten()[torch.randperm(ids.numel(), generator=generator)].view(ids.shape)",
-        ),
-        "random numbers from torch's global generator": _variant(
-            _CORRUPT_OK,
-            "random_ids = torch.randint(V, ids.shape, generator=generator)",
-            "random_ids = torch.randint(V, ids.shape)",
-        ),
-        "labels hold the corrupted ids": _variant(
-            _CORRUPT_OK,
-            "    return inputs, labels",
-            "    return inputs, torch.where(picked, inputs, torch.full_like(ids, IGNORE_INDEX))",
-        ),
-        "special tokens can be picked": _variant(_CORRUPT_OK, "< prob) & ~special", "< prob)"),
-        "10 % of the remaining 20 % become random (2 % overall)": _variant(
-            _CORRUPT_OK, "(action >= 0.8) & (action < 0.9)", "(action >= 0.8) & (action < 0.82)"
-        ),
-        "borrowed: scratch.mlm.mask_tokens": """
-def corrupt(ids, special, prob, generator):
+        "the random 10 % replaced by a constant (the pad id 0)": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.zeros_like(ids)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "random tokens drawn from the batch, not the vocabulary": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = ids.flatten()[torch.randperm(ids.numel(), generator=generator)].view(ids.shape)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "random numbers from torch's global generator": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "targets hold the corrupted ids": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, inputs.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "special tokens can be picked": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "10 % of the remaining 20 % become random (2 % overall)": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.82), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "floor instead of round: int(prob * n) picks": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).floor().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "a random run of k neighbouring tokens, not a random set": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    start = (torch.rand(batch, generator=generator) * (n - k + 1)).long()
+    rank = (~special).long().cumsum(1) - 1
+    window = ~special & (rank >= start[:, None]) & (rank < (start + k)[:, None])
+    order = (~window).long().argsort(dim=1, stable=True)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "no cap: a long row gets round(prob * n) picks even beyond max_predictions": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "the random token drawn from MiniLM's vocabulary V, not vocab_size": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(V, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "the set-up's MASK instead of mask_id": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, MASK), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "positions listed in the random order they were drawn, not increasing": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(torch.arange(T)[None, :] < k[:, None], order, T)
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "the lists padded with -100 in positions too": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    k = torch.where(n > 0, k, torch.zeros_like(k))
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    positions = torch.where(listed, positions, IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "a row with no ordinary token still gets one pick": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+        "borrowed: scratch.mlm.mask_tokens, then the first k of its picks": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
     from scratch.mlm import mask_tokens
-    return mask_tokens(ids, special, MASK, V, prob=prob, generator=generator)
+
+    inputs, labels = mask_tokens(ids, special, mask_id, vocab_size, prob, generator)
+    picked = labels != IGNORE_INDEX
+    T = ids.shape[1]
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((ids.shape[0], max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    return inputs, positions, torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
 """,
     },
     3: {
@@ -153,6 +411,49 @@ def corrupt(ids, special, prob, generator):
             "pairs.append((sentences[i], sentences[i + 1], 0))",
             "pairs.append((sentences[i], sentences[min(i + 1, len(sentences) - 1)], 0))",
         ),
+        "NotNext B drawn from all sentences of the other documents at once (long documents drawn more often)": """
+def nsp_pairs(documents, generator):
+    pairs = []
+    for d, sentences in enumerate(documents):
+        pool = [s for e, other in enumerate(documents) if e != d for s in other]
+        for i in range(len(sentences) - 1):
+            if torch.rand(1, generator=generator).item() < 0.5:
+                pairs.append((sentences[i], sentences[i + 1], 0))
+            else:
+                pairs.append((sentences[i], pool[int(torch.randint(len(pool), (1,), generator=generator))], 1))
+    return pairs
+""",
+        "the other document drawn only among documents of two sentences or more": """
+def nsp_pairs(documents, generator):
+    def draw(n):
+        return int(torch.randint(n, (1,), generator=generator))
+
+    pairs = []
+    for d, sentences in enumerate(documents):
+        others = [e for e, other in enumerate(documents) if e != d and len(other) > 1]
+        for i in range(len(sentences) - 1):
+            if torch.rand(1, generator=generator).item() < 0.5:
+                pairs.append((sentences[i], sentences[i + 1], 0))
+            else:
+                other = others[draw(len(others))]
+                pairs.append((sentences[i], documents[other][draw(len(documents[other]))], 1))
+    return pairs
+""",
+        "Python's random module seeded from the generator's seed: the generator itself is never drawn from": """
+def nsp_pairs(documents, generator):
+    import random
+
+    rng = random.Random(generator.initial_seed())
+    pairs = []
+    for d, sentences in enumerate(documents):
+        for i in range(len(sentences) - 1):
+            if rng.random() < 0.5:
+                pairs.append((sentences[i], sentences[i + 1], 0))
+            else:
+                other = rng.choice([e for e in range(len(documents)) if e != d])
+                pairs.append((sentences[i], rng.choice(documents[other]), 1))
+    return pairs
+""",
     },
     4: {
         "pieces picked one by one": """
@@ -192,6 +493,47 @@ def whole_word_picks(tokens, prob, generator):
         "random numbers from torch's global generator": _variant(
             _WHOLE_WORD_OK, "torch.rand(1, generator=generator)", "torch.rand(1)"
         ),
+        "one draw per distinct word: every occurrence of a word is picked together": """
+def whole_word_picks(tokens, prob, generator):
+    picks = torch.zeros(len(tokens), dtype=torch.bool)
+    decided, word = {}, None
+    for position, token in enumerate(tokens):
+        if token in ("[CLS]", "[SEP]", "[PAD]"):
+            word = None
+            continue
+        if not token.startswith("##"):
+            word = token
+            if word not in decided:
+                decided[word] = torch.rand(1, generator=generator).item() < prob
+        picks[position] = decided[word]
+    return picks
+""",
+        "BERT's 15 % written in instead of prob": """
+def whole_word_picks(tokens, prob, generator):
+    picks = torch.zeros(len(tokens), dtype=torch.bool)
+    word_picked = False
+    for position, token in enumerate(tokens):
+        if token in ("[CLS]", "[SEP]", "[PAD]"):
+            word_picked = False
+            continue
+        if not token.startswith("##"):
+            word_picked = torch.rand(1, generator=generator).item() < 0.15
+        picks[position] = word_picked
+    return picks
+""",
+        "[PAD] treated as a word": """
+def whole_word_picks(tokens, prob, generator):
+    picks = torch.zeros(len(tokens), dtype=torch.bool)
+    word_picked = False
+    for position, token in enumerate(tokens):
+        if token in ("[CLS]", "[SEP]"):
+            word_picked = False
+            continue
+        if not token.startswith("##"):
+            word_picked = torch.rand(1, generator=generator).item() < prob
+        picks[position] = word_picked
+    return picks
+""",
     },
     5: {
         "no [MASK]: the token scores itself": _variant(
@@ -231,5 +573,38 @@ def token_log_probs(model, ids):
         "probabilities instead of log-probabilities": _variant(
             _PLL_OK, "positions].log_softmax(dim=-1)", "positions].softmax(dim=-1)"
         ),
+        "the set-up's mlm_model instead of the model given": """
+def token_log_probs(model, ids):
+    positions = torch.arange(1, len(ids) - 1)
+    copies = ids.repeat(len(positions), 1)
+    copies[torch.arange(len(positions)), positions] = MASK
+    model(input_ids=copies)
+    with torch.no_grad():
+        logits = mlm_model(input_ids=copies).logits
+    log_probs = logits[torch.arange(len(positions)), positions].log_softmax(dim=-1)
+    return log_probs[torch.arange(len(positions)), ids[positions]]
+""",
+        "every occurrence of the scored word masked in its copy": """
+def token_log_probs(model, ids):
+    positions = torch.arange(1, len(ids) - 1)
+    copies = ids.repeat(len(positions), 1)
+    copies[ids[None, :] == ids[positions][:, None]] = MASK
+    with torch.no_grad():
+        logits = model(input_ids=copies).logits
+    log_probs = logits[torch.arange(len(positions)), positions].log_softmax(dim=-1)
+    return log_probs[torch.arange(len(positions)), ids[positions]]
+""",
+        "the model called through its forward method once per position": """
+def token_log_probs(model, ids):
+    terms = []
+    for t in range(1, len(ids) - 1):
+        copy = ids.clone()
+        copy[t] = MASK
+        with torch.no_grad():
+            logits = model.bert.forward(input_ids=copy[None]).last_hidden_state
+            logits = model.cls(logits)
+        terms.append(logits[0, t].log_softmax(-1)[ids[t]])
+    return torch.stack(terms)
+""",
     },
 }

@@ -115,6 +115,47 @@ def chat_prompt(messages, add_generation_prompt=True):
         "the generation prompt added even when not asked for": _variant(
             _TEMPLATE_OK, "if add_generation_prompt:", "if True:"
         ),
+        "the default system message only when no message anywhere is a system message": """
+def chat_prompt(messages, add_generation_prompt=True):
+    default_system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    if not any(m["role"] == "system" for m in messages):
+        messages = [{"role": "system", "content": default_system}] + list(messages)
+    text = "".join(f"<|im_start|>{m['role']}\\n{m['content']}<|im_end|>\\n" for m in messages)
+    if add_generation_prompt:
+        text += "<|im_start|>assistant\\n"
+    return text
+""",
+        "the default system message inserted into the caller's list": """
+def chat_prompt(messages, add_generation_prompt=True):
+    default_system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    if messages and messages[0]["role"] != "system":
+        messages.insert(0, {"role": "system", "content": default_system})
+    text = "".join(f"<|im_start|>{m['role']}\\n{m['content']}<|im_end|>\\n" for m in messages)
+    if add_generation_prompt:
+        text += "<|im_start|>assistant\\n"
+    return text
+""",
+        "no generation prompt unless asked for: the default is False": """
+def chat_prompt(messages, add_generation_prompt=False):
+    default_system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    if messages and messages[0]["role"] != "system":
+        messages = [{"role": "system", "content": default_system}] + list(messages)
+    text = "".join(f"<|im_start|>{m['role']}\\n{m['content']}<|im_end|>\\n" for m in messages)
+    if add_generation_prompt:
+        text += "<|im_start|>assistant\\n"
+    return text
+""",
+        "only the roles user, assistant and system: another role is dropped": """
+def chat_prompt(messages, add_generation_prompt=True):
+    default_system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    if messages and messages[0]["role"] != "system":
+        messages = [{"role": "system", "content": default_system}] + list(messages)
+    messages = [m for m in messages if m["role"] in ("system", "user", "assistant")]
+    text = "".join(f"<|im_start|>{m['role']}\\n{m['content']}<|im_end|>\\n" for m in messages)
+    if add_generation_prompt:
+        text += "<|im_start|>assistant\\n"
+    return text
+""",
     },
     2: {
         "the earlier occurrence itself (a duplicate-token head), not the token after it": _variant(
@@ -141,6 +182,16 @@ def induction_scores(attentions, ids):
         "query and key swapped": _variant(
             _INDUCTION_OK, "attentions[..., queries, keys]", "attentions[..., keys, queries]"
         ),
+        "a token right after its own previous occurrence does not count": """
+def induction_scores(attentions, ids):
+    queries, keys, last_seen = [], [], {}
+    for t, token in enumerate(ids.tolist()):
+        if token in last_seen and last_seen[token] + 1 < t:
+            queries.append(t)
+            keys.append(last_seen[token] + 1)
+        last_seen[token] = t
+    return attentions[..., queries, keys].mean(dim=-1)
+""",
     },
     3: {
         "hidden_states as they come: the last one normalised twice": _variant(
@@ -165,6 +216,48 @@ def induction_scores(attentions, ids):
         "settled counted from the top token of layer 0 instead of the last": _variant(
             _LENS_OK, "stays = (top == top[-1])", "stays = (top == top[0])"
         ),
+        "logit_lens reads the global smollm2 instead of the model it is given": """
+def logit_lens(model, ids):
+    with torch.no_grad():
+        hidden = smollm2(ids, output_hidden_states=True).hidden_states
+        normed = [model.model.norm(h[0]) for h in hidden[:-1]] + [hidden[-1][0]]
+        return torch.stack(normed) @ model.model.embed_tokens.weight.T
+
+
+def settled_layer(lens):
+    top = lens.argmax(dim=-1)
+    agrees = (top == top[-1]).long()
+    stays = agrees.flip(0).cumprod(dim=0).flip(0)
+    return lens.shape[0] - stays.sum(dim=0)
+""",
+        "the final norm taken from the global smollm2": """
+def logit_lens(model, ids):
+    with torch.no_grad():
+        hidden = model(ids, output_hidden_states=True).hidden_states
+        normed = [smollm2.model.norm(h[0]) for h in hidden[:-1]] + [hidden[-1][0]]
+        return torch.stack(normed) @ model.model.embed_tokens.weight.T
+
+
+def settled_layer(lens):
+    top = lens.argmax(dim=-1)
+    agrees = (top == top[-1]).long()
+    stays = agrees.flip(0).cumprod(dim=0).flip(0)
+    return lens.shape[0] - stays.sum(dim=0)
+""",
+        "settled_layer returns an int32 tensor of layer numbers": """
+def logit_lens(model, ids):
+    with torch.no_grad():
+        hidden = model(ids, output_hidden_states=True).hidden_states
+        normed = [model.model.norm(h[0]) for h in hidden[:-1]] + [hidden[-1][0]]
+        return torch.stack(normed) @ model.model.embed_tokens.weight.T
+
+
+def settled_layer(lens):
+    top = lens.argmax(dim=-1)
+    agrees = (top == top[-1]).long()
+    stays = agrees.flip(0).cumprod(dim=0).flip(0)
+    return (lens.shape[0] - stays.sum(dim=0)).int()
+""",
     },
     4: {
         "borrowed: a model built on the meta device": """
@@ -235,5 +328,175 @@ def decoder_layer_by_hand(layer, x, config):
             "        getattr(ffn, name).weight.data.copy_(getattr(layer.mlp, name + '_proj').weight)\n"
             "    return a + ffn(norm(a))",
         ),
+        "SmolLM2's sizes written in: 9 heads, 3 K/V heads": """
+def decoder_layer_by_hand(layer, x, config):
+    T, d_model = x.shape
+    h, n_kv = 9, 3
+    d_k, eps = d_model // h, config.rms_norm_eps
+
+    def rms_norm(z, gain):
+        return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
+
+    theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    cos, sin = angles.cos(), angles.sin()
+
+    def rotate(z):
+        first, second = z[..., : d_k // 2], z[..., d_k // 2 :]
+        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
+
+    attention = layer.self_attn
+    z = rms_norm(x, layer.input_layernorm.weight)
+    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q, k = rotate(q), rotate(k)
+    k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    a = x + heads @ attention.o_proj.weight.T
+    mlp = layer.mlp
+    z = rms_norm(a, layer.post_attention_layernorm.weight)
+    gate = z @ mlp.gate_proj.weight.T
+    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T
+""",
+        "SmolLM2's rotary base written in (100,000)": """
+def decoder_layer_by_hand(layer, x, config):
+    T, d_model = x.shape
+    h, n_kv = config.num_attention_heads, config.num_key_value_heads
+    d_k, eps = d_model // h, config.rms_norm_eps
+
+    def rms_norm(z, gain):
+        return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
+
+    theta = 100000.0 ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    cos, sin = angles.cos(), angles.sin()
+
+    def rotate(z):
+        first, second = z[..., : d_k // 2], z[..., d_k // 2 :]
+        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
+
+    attention = layer.self_attn
+    z = rms_norm(x, layer.input_layernorm.weight)
+    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q, k = rotate(q), rotate(k)
+    k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    a = x + heads @ attention.o_proj.weight.T
+    mlp = layer.mlp
+    z = rms_norm(a, layer.post_attention_layernorm.weight)
+    gate = z @ mlp.gate_proj.weight.T
+    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T
+""",
+        "SmolLM2's epsilon written in (1e-5)": """
+def decoder_layer_by_hand(layer, x, config):
+    T, d_model = x.shape
+    h, n_kv = config.num_attention_heads, config.num_key_value_heads
+    d_k, eps = d_model // h, 1e-5
+
+    def rms_norm(z, gain):
+        return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
+
+    theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    cos, sin = angles.cos(), angles.sin()
+
+    def rotate(z):
+        first, second = z[..., : d_k // 2], z[..., d_k // 2 :]
+        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
+
+    attention = layer.self_attn
+    z = rms_norm(x, layer.input_layernorm.weight)
+    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q, k = rotate(q), rotate(k)
+    k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    a = x + heads @ attention.o_proj.weight.T
+    mlp = layer.mlp
+    z = rms_norm(a, layer.post_attention_layernorm.weight)
+    gate = z @ mlp.gate_proj.weight.T
+    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T
+""",
+        "epsilon added to the root mean square instead of under the root": """
+def decoder_layer_by_hand(layer, x, config):
+    T, d_model = x.shape
+    h, n_kv = config.num_attention_heads, config.num_key_value_heads
+    d_k, eps = d_model // h, config.rms_norm_eps
+
+    def rms_norm(z, gain):
+        return z / (torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True)) + eps) * gain
+
+    theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    cos, sin = angles.cos(), angles.sin()
+
+    def rotate(z):
+        first, second = z[..., : d_k // 2], z[..., d_k // 2 :]
+        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
+
+    attention = layer.self_attn
+    z = rms_norm(x, layer.input_layernorm.weight)
+    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q, k = rotate(q), rotate(k)
+    k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    a = x + heads @ attention.o_proj.weight.T
+    mlp = layer.mlp
+    z = rms_norm(a, layer.post_attention_layernorm.weight)
+    gate = z @ mlp.gate_proj.weight.T
+    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T
+""",
+        "borrowed: PyTorch's rms_norm": """
+def decoder_layer_by_hand(layer, x, config):
+    T, d_model = x.shape
+    h, n_kv = config.num_attention_heads, config.num_key_value_heads
+    d_k, eps = d_model // h, config.rms_norm_eps
+
+    def rms_norm(z, gain):
+        return torch.nn.functional.rms_norm(z, (z.shape[-1],), gain, eps)
+
+    theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    cos, sin = angles.cos(), angles.sin()
+
+    def rotate(z):
+        first, second = z[..., : d_k // 2], z[..., d_k // 2 :]
+        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
+
+    attention = layer.self_attn
+    z = rms_norm(x, layer.input_layernorm.weight)
+    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q, k = rotate(q), rotate(k)
+    k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    a = x + heads @ attention.o_proj.weight.T
+    mlp = layer.mlp
+    z = rms_norm(a, layer.post_attention_layernorm.weight)
+    gate = z @ mlp.gate_proj.weight.T
+    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T
+""",
     },
 }

@@ -56,62 +56,107 @@ def restore(inputs, targets, sentinels):
         text = text.replace(f"<extra_id_{k}>", part.strip())
     return text.split()
 """,
+        "sentinels recognised by their look (<extra_id_ names, ids of 32000 and above), not by `sentinels`": """
+def restore(inputs, targets, sentinels):
+    def is_sentinel(item):
+        return (isinstance(item, str) and item.startswith("<extra_id_")) or (isinstance(item, int) and item >= 32000)
+
+    spans, current = {}, None
+    for item in targets:
+        if is_sentinel(item):
+            current = item
+            spans[current] = []
+        else:
+            spans[current].append(item)
+    original = []
+    for item in inputs:
+        original += spans[item] if is_sentinel(item) else [item]
+    return original
+""",
     },
     2: {
-        "borrowed: scratch.embeddings.relative_position_bucket": """
-def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    from scratch.embeddings import relative_position_bucket
-    return relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
-""",
-        "sign flipped: keys to the left get the upper half of the buckets": """
-def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_position = relative_position.long()
-    buckets = torch.zeros_like(relative_position)
-    if bidirectional:
-        num_buckets //= 2
-        buckets += (relative_position < 0).long() * num_buckets
-        distance = relative_position.abs()
-    else:
-        distance = (-relative_position).clamp(min=0)
-    max_exact = num_buckets // 2
-    large = max_exact + (torch.log(distance.clamp(min=1).float() / max_exact) / math.log(max_distance / max_exact)
-                         * (num_buckets - max_exact)).long()
-    large = large.clamp(max=num_buckets - 1)
-    return buckets + torch.where(distance < max_exact, distance, large)
-""",
-        "no cap: distances past max_distance run beyond the last bucket": """
-def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_position = relative_position.long()
-    buckets = torch.zeros_like(relative_position)
-    if bidirectional:
-        num_buckets //= 2
-        buckets += (relative_position > 0).long() * num_buckets
-        distance = relative_position.abs()
-    else:
-        distance = (-relative_position).clamp(min=0)
-    max_exact = num_buckets // 2
-    large = max_exact + (torch.log(distance.clamp(min=1).float() / max_exact) / math.log(max_distance / max_exact)
-                         * (num_buckets - max_exact)).long()
-    return buckets + torch.where(distance < max_exact, distance, large)
-""",
-        "causal buckets from |j - i|: future keys do not share bucket 0": """
-def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_position = relative_position.long()
-    buckets = torch.zeros_like(relative_position)
-    if bidirectional:
-        num_buckets //= 2
-        buckets += (relative_position > 0).long() * num_buckets
-    distance = relative_position.abs()
-    max_exact = num_buckets // 2
-    large = max_exact + (torch.log(distance.clamp(min=1).float() / max_exact) / math.log(max_distance / max_exact)
-                         * (num_buckets - max_exact)).long()
-    large = large.clamp(max=num_buckets - 1)
-    return buckets + torch.where(distance < max_exact, distance, large)
-""",
-        "borrowed: transformers' T5Attention._relative_position_bucket": """
-def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+        "borrowed: T5's compute_bias with a one-hot table (one head per bucket)": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    from transformers import T5Config
     from transformers.models.t5.modeling_t5 import T5Attention
-    return T5Attention._relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
+    config = T5Config(d_model=8, d_kv=2, num_heads=num_buckets, relative_attention_num_buckets=num_buckets,
+                      relative_attention_max_distance=max_distance, is_decoder=not bidirectional)
+    attention = T5Attention(config, has_relative_attention_bias=True, layer_idx=0)
+    attention.relative_attention_bias.weight.data = torch.eye(num_buckets)
+    counts = torch.zeros(num_buckets, dtype=torch.long)
+    for S in lengths:
+        with torch.no_grad():
+            one_hot = attention.compute_bias(S, S)[0]
+        seen = torch.ones(S, S) if bidirectional else torch.ones(S, S).tril()
+        counts += (one_hot * seen).sum((1, 2)).round().long()
+    return counts
+""",
+        "borrowed: scratch's RelativePositionBias with a one-hot table": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    from scratch.embeddings import RelativePositionBias
+    bias = RelativePositionBias(num_buckets, num_buckets, max_distance, bidirectional=bidirectional)
+    bias.bias.weight.data = torch.eye(num_buckets)
+    counts = torch.zeros(num_buckets, dtype=torch.long)
+    for S in lengths:
+        with torch.no_grad():
+            one_hot = bias(S, S)
+        seen = torch.ones(S, S) if bidirectional else torch.ones(S, S).tril()
+        counts += (one_hot * seen).sum((1, 2)).round().long()
+    return counts
+""",
+        "a decoder counts every pair: the masked future keys pile into bucket 0": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    counts = torch.zeros(num_buckets, dtype=torch.long)
+    for S in lengths:
+        position = torch.arange(S)
+        offsets = position[None, :] - position[:, None]
+        buckets = relative_position_bucket(offsets.flatten(), bidirectional, num_buckets, max_distance)
+        counts += torch.bincount(buckets, minlength=num_buckets)
+    return counts
+""",
+        "bincount without minlength: the list ends at the last bucket reached": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    offsets = []
+    for S in lengths:
+        position = torch.arange(S)
+        o = (position[None, :] - position[:, None]).flatten()
+        offsets.append(o if bidirectional else o[o <= 0])
+    buckets = relative_position_bucket(torch.cat(offsets), bidirectional, num_buckets, max_distance)
+    return torch.bincount(buckets)
+""",
+        "the buckets at the default settings (32, 128), whatever the arguments say": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    counts = torch.zeros(num_buckets, dtype=torch.long)
+    for S in lengths:
+        position = torch.arange(S)
+        offsets = position[None, :] - position[:, None]
+        if not bidirectional:
+            offsets = offsets[offsets <= 0]
+        buckets = relative_position_bucket(offsets.flatten(), bidirectional)
+        counts += torch.bincount(buckets, minlength=32)[:num_buckets]
+    return counts
+""",
+        "one offset per distance: counts offsets, not (query, key) pairs": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    counts = torch.zeros(num_buckets, dtype=torch.long)
+    for S in lengths:
+        offsets = torch.arange(-(S - 1), S if bidirectional else 1)
+        buckets = relative_position_bucket(offsets, bidirectional, num_buckets, max_distance)
+        counts += torch.bincount(buckets, minlength=num_buckets)
+    return counts
+""",
+        "only the longest sequence counted": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    counts = torch.zeros(num_buckets, dtype=torch.long)
+    if not lengths:
+        return counts
+    S = max(lengths)
+    position = torch.arange(S)
+    offsets = position[None, :] - position[:, None]
+    if not bidirectional:
+        offsets = offsets[offsets <= 0]
+    buckets = relative_position_bucket(offsets.flatten(), bidirectional, num_buckets, max_distance)
+    return counts + torch.bincount(buckets, minlength=num_buckets)
 """,
     },
     3: {
@@ -192,6 +237,30 @@ def answer_log_probs(model, tokenizer, source, answers):
     losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
     return -losses.sum(dim=-1)
 """,
+        "one model call per candidate answer, in a loop": """
+def answer_log_probs(model, tokenizer, source, answers):
+    values = []
+    for answer in answers:
+        batch = tokenizer([source], return_tensors="pt")
+        labels = tokenizer([answer], return_tensors="pt").input_ids
+        decoder_input_ids = torch.full_like(labels, model.config.decoder_start_token_id)
+        decoder_input_ids[:, 1:] = labels[:, :-1]
+        with torch.no_grad():
+            logits = model(**batch, decoder_input_ids=decoder_input_ids).logits
+        values.append(logits.log_softmax(-1).gather(-1, labels[..., None]).sum())
+    return torch.stack(values)
+""",
+        "decoder start and padding hard-coded as id 0": """
+def answer_log_probs(model, tokenizer, source, answers):
+    batch = tokenizer([source] * len(answers), return_tensors="pt")
+    labels = tokenizer(answers, padding=True, return_tensors="pt").input_ids
+    decoder_input_ids = torch.zeros_like(labels)
+    decoder_input_ids[:, 1:] = labels[:, :-1]
+    with torch.no_grad():
+        logits = model(**batch, decoder_input_ids=decoder_input_ids).logits
+    picked = logits.log_softmax(-1).gather(-1, labels[..., None])[..., 0]
+    return (picked * (labels != 0)).sum(dim=-1)
+""",
     },
     4: {
         "divides the scores by sqrt(d_k): T5 does not": """
@@ -200,11 +269,17 @@ def t5_self_attention_weights(x, attention):
     h, d_k = attention.n_heads, attention.key_value_proj_dim
     Q = (x @ attention.q.weight.T).view(S, h, d_k).transpose(0, 1)
     K = (x @ attention.k.weight.T).view(S, h, d_k).transpose(0, 1)
-    scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+    scores = Q @ K.transpose(-2, -1) / d_k**0.5
     position = torch.arange(S)
-    buckets = t5_bucket(position[None, :] - position[:, None], True, attention.relative_attention_num_buckets,
-                        attention.relative_attention_max_distance)
+    buckets = relative_position_bucket(
+        position[None, :] - position[:, None],
+        not attention.is_decoder,
+        attention.relative_attention_num_buckets,
+        attention.relative_attention_max_distance,
+    )
     scores = scores + attention.relative_attention_bias(buckets).permute(2, 0, 1)
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
     return scores.softmax(dim=-1)
 """,
         "bucket(i - j): the bias mirrored": """
@@ -215,12 +290,18 @@ def t5_self_attention_weights(x, attention):
     K = (x @ attention.k.weight.T).view(S, h, d_k).transpose(0, 1)
     scores = Q @ K.transpose(-2, -1)
     position = torch.arange(S)
-    buckets = t5_bucket(position[:, None] - position[None, :], True, attention.relative_attention_num_buckets,
-                        attention.relative_attention_max_distance)
+    buckets = relative_position_bucket(
+        position[:, None] - position[None, :],
+        not attention.is_decoder,
+        attention.relative_attention_num_buckets,
+        attention.relative_attention_max_distance,
+    )
     scores = scores + attention.relative_attention_bias(buckets).permute(2, 0, 1)
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
     return scores.softmax(dim=-1)
 """,
-        "causal buckets in the encoder": """
+        "causal buckets in the encoder too": """
 def t5_self_attention_weights(x, attention):
     S = x.shape[0]
     h, d_k = attention.n_heads, attention.key_value_proj_dim
@@ -228,9 +309,15 @@ def t5_self_attention_weights(x, attention):
     K = (x @ attention.k.weight.T).view(S, h, d_k).transpose(0, 1)
     scores = Q @ K.transpose(-2, -1)
     position = torch.arange(S)
-    buckets = t5_bucket(position[None, :] - position[:, None], False, attention.relative_attention_num_buckets,
-                        attention.relative_attention_max_distance)
+    buckets = relative_position_bucket(
+        position[None, :] - position[:, None],
+        False,
+        attention.relative_attention_num_buckets,
+        attention.relative_attention_max_distance,
+    )
     scores = scores + attention.relative_attention_bias(buckets).permute(2, 0, 1)
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
     return scores.softmax(dim=-1)
 """,
         "borrowed: the module's compute_bias": """
@@ -239,7 +326,10 @@ def t5_self_attention_weights(x, attention):
     h, d_k = attention.n_heads, attention.key_value_proj_dim
     Q = (x @ attention.q.weight.T).view(S, h, d_k).transpose(0, 1)
     K = (x @ attention.k.weight.T).view(S, h, d_k).transpose(0, 1)
-    return (Q @ K.transpose(-2, -1) + attention.compute_bias(S, S)[0]).softmax(dim=-1)
+    scores = Q @ K.transpose(-2, -1) + attention.compute_bias(S, S)[0]
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(dim=-1)
 """,
         "heads split by reshape(h, S, d_k): positions mixed into heads": """
 def t5_self_attention_weights(x, attention):
@@ -249,10 +339,103 @@ def t5_self_attention_weights(x, attention):
     K = (x @ attention.k.weight.T).reshape(h, S, d_k)
     scores = Q @ K.transpose(-2, -1)
     position = torch.arange(S)
-    buckets = t5_bucket(position[None, :] - position[:, None], True, attention.relative_attention_num_buckets,
-                        attention.relative_attention_max_distance)
+    buckets = relative_position_bucket(
+        position[None, :] - position[:, None],
+        not attention.is_decoder,
+        attention.relative_attention_num_buckets,
+        attention.relative_attention_max_distance,
+    )
     scores = scores + attention.relative_attention_bias(buckets).permute(2, 0, 1)
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
     return scores.softmax(dim=-1)
+""",
+        "the decoder's mask on the keys before the query (tril instead of triu)": """
+def t5_self_attention_weights(x, attention):
+    S = x.shape[0]
+    h, d_k = attention.n_heads, attention.key_value_proj_dim
+    Q = (x @ attention.q.weight.T).view(S, h, d_k).transpose(0, 1)
+    K = (x @ attention.k.weight.T).view(S, h, d_k).transpose(0, 1)
+    scores = Q @ K.transpose(-2, -1)
+    position = torch.arange(S)
+    buckets = relative_position_bucket(
+        position[None, :] - position[:, None],
+        not attention.is_decoder,
+        attention.relative_attention_num_buckets,
+        attention.relative_attention_max_distance,
+    )
+    scores = scores + attention.relative_attention_bias(buckets).permute(2, 0, 1)
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).tril(-1), float("-inf"))
+    return scores.softmax(dim=-1)
+""",
+        "the buckets at the default settings (32, 128), not the module's": """
+def t5_self_attention_weights(x, attention):
+    S = x.shape[0]
+    h, d_k = attention.n_heads, attention.key_value_proj_dim
+    Q = (x @ attention.q.weight.T).view(S, h, d_k).transpose(0, 1)
+    K = (x @ attention.k.weight.T).view(S, h, d_k).transpose(0, 1)
+    position = torch.arange(S)
+    offsets = position[None, :] - position[:, None]
+    buckets = relative_position_bucket(offsets, not attention.is_decoder)
+    buckets = buckets.clamp(max=attention.relative_attention_num_buckets - 1)
+    scores = Q @ K.transpose(-2, -1) + attention.relative_attention_bias(buckets).permute(2, 0, 1)
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(-1)
+""",
+        "d_k taken as d_model / h instead of the module's key_value_proj_dim": """
+def t5_self_attention_weights(x, attention):
+    S, d_model = x.shape
+    h = attention.n_heads
+    d_k = d_model // h
+    Q = (x @ attention.q.weight.T).reshape(S, h, -1).transpose(0, 1)
+    K = (x @ attention.k.weight.T).reshape(S, h, -1).transpose(0, 1)
+    position = torch.arange(S)
+    buckets = relative_position_bucket(
+        position[None, :] - position[:, None],
+        not attention.is_decoder,
+        attention.relative_attention_num_buckets,
+        attention.relative_attention_max_distance,
+    )
+    scores = Q @ K.transpose(-2, -1) / d_k**0.5 * attention.key_value_proj_dim**0.5
+    scores = scores + attention.relative_attention_bias(buckets).permute(2, 0, 1)
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(-1)
+""",
+        "the decoder treated like the encoder: bidirectional buckets, no mask": """
+def t5_self_attention_weights(x, attention):
+    S = x.shape[0]
+    h, d_k = attention.n_heads, attention.key_value_proj_dim
+    Q = (x @ attention.q.weight.T).view(S, h, d_k).transpose(0, 1)
+    K = (x @ attention.k.weight.T).view(S, h, d_k).transpose(0, 1)
+    position = torch.arange(S)
+    buckets = relative_position_bucket(
+        position[None, :] - position[:, None],
+        True,
+        attention.relative_attention_num_buckets,
+        attention.relative_attention_max_distance,
+    )
+    return (Q @ K.transpose(-2, -1) + attention.relative_attention_bias(buckets).permute(2, 0, 1)).softmax(-1)
+""",
+        "the decoder masked, but with bidirectional buckets": """
+def t5_self_attention_weights(x, attention):
+    S = x.shape[0]
+    h, d_k = attention.n_heads, attention.key_value_proj_dim
+    Q = (x @ attention.q.weight.T).view(S, h, d_k).transpose(0, 1)
+    K = (x @ attention.k.weight.T).view(S, h, d_k).transpose(0, 1)
+    position = torch.arange(S)
+    buckets = relative_position_bucket(
+        position[None, :] - position[:, None],
+        True,
+        attention.relative_attention_num_buckets,
+        attention.relative_attention_max_distance,
+    )
+    scores = Q @ K.transpose(-2, -1) + attention.relative_attention_bias(buckets).permute(2, 0, 1)
+    if attention.is_decoder:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(-1)
 """,
     },
     5: {
@@ -337,6 +520,39 @@ def greedy_generate(model, input_ids, attention_mask, max_new_tokens=20):
             next_ids = logits[:, -1].argmax(-1)
             out = torch.cat([out, next_ids[:, None]], dim=1)
             if (next_ids == config.eos_token_id).any():
+                break
+    return out
+""",
+        "end, padding and start ids hard-coded as the tiny T5's 1, 0 and 0": """
+def greedy_generate(model, input_ids, attention_mask, max_new_tokens=20):
+    with torch.no_grad():
+        memory = model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        out = torch.zeros((input_ids.shape[0], 1), dtype=torch.long)
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool)
+        for _ in range(max_new_tokens):
+            logits = model(encoder_outputs=(memory,), attention_mask=attention_mask, decoder_input_ids=out).logits
+            next_ids = torch.where(done, torch.zeros_like(done, dtype=torch.long), logits[:, -1].argmax(-1))
+            out = torch.cat([out, next_ids[:, None]], dim=1)
+            done |= next_ids == 1
+            if done.all():
+                break
+    return out
+""",
+        "the encoder run again at every step through its forward method (no hook sees it)": """
+def greedy_generate(model, input_ids, attention_mask, max_new_tokens=20):
+    config = model.config
+    with torch.no_grad():
+        memory = model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        out = torch.full((input_ids.shape[0], 1), config.decoder_start_token_id)
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool)
+        for _ in range(max_new_tokens):
+            memory = model.encoder.forward(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            logits = model(encoder_outputs=(memory,), attention_mask=attention_mask, decoder_input_ids=out).logits
+            next_ids = logits[:, -1].argmax(-1)
+            next_ids = torch.where(done, torch.full_like(next_ids, config.pad_token_id), next_ids)
+            out = torch.cat([out, next_ids[:, None]], dim=1)
+            done |= next_ids == config.eos_token_id
+            if done.all():
                 break
     return out
 """,

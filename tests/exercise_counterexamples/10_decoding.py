@@ -50,6 +50,28 @@ def temper(probs, T):
 def temper(probs, T):
     return torch.softmax((probs + 1e-9).log() / T, dim=-1)
 """,
+        "P ** (1 / T) renormalised: a flat row at small T underflows to 0 / 0 = nan": """
+def temper(probs, T):
+    scaled = probs ** (1 / T)
+    return scaled / scaled.sum(dim=-1, keepdim=True)
+""",
+        "renormalises over dim=1: right for a batch (B, V) only": """
+def temper(probs, T):
+    return torch.softmax(torch.log(probs) / T, dim=1)
+""",
+        "flattens to (rows, V) and returns the flat batch: a (V,) row or a (B1, B2, V) batch changes shape": """
+def temper(probs, T):
+    flat = probs.reshape(-1, probs.shape[-1])
+    return torch.softmax(torch.log(flat) / T, dim=-1)
+""",
+        "works in float64 and returns float64 for float32 probabilities": """
+def temper(probs, T):
+    return torch.softmax(probs.double().log() / T, dim=-1)
+""",
+        "takes the logarithm in place: the caller's probabilities are overwritten": """
+def temper(probs, T):
+    return torch.softmax(probs.log_() / T, dim=-1)
+""",
     },
     2: {
         "absolute threshold: keeps tokens with probability >= p_min": """
@@ -76,6 +98,36 @@ def min_p_filter(z, p_min):
 def min_p_filter(z, p_min):
     from transformers import MinPLogitsWarper
     return MinPLogitsWarper(p_min)(None, z.reshape(-1, z.shape[-1])).view(z.shape)
+""",
+        "probabilities from exp(z) / sum exp(z) without subtracting the maximum: nan for large logits": """
+def min_p_filter(z, p_min):
+    e = z.exp()
+    probs = e / e.sum(dim=-1, keepdim=True)
+    return z.masked_fill(probs < p_min * probs.max(dim=-1, keepdim=True).values, float("-inf"))
+""",
+        "the row maximum over dim=1: right for (B, V) only": """
+def min_p_filter(z, p_min):
+    probs = torch.softmax(z, dim=-1)
+    return z.masked_fill(probs < p_min * probs.max(dim=1, keepdim=True).values, float("-inf"))
+""",
+        "keeps only the argmax when p_min is 1: a token tied with the top is dropped": """
+def min_p_filter(z, p_min):
+    probs = torch.softmax(z, dim=-1)
+    top = probs.max(dim=-1, keepdim=True)
+    keep = probs >= p_min * top.values
+    if p_min >= 1:
+        keep = torch.zeros_like(keep).scatter_(-1, top.indices, True)
+    return z.masked_fill(~keep, float("-inf"))
+""",
+        "ratio of exponentials exp(z - z_top) computed as exp(z) / exp(z_top): inf / inf for large logits": """
+def min_p_filter(z, p_min):
+    ratio = z.exp() / z.max(dim=-1, keepdim=True).values.exp()
+    return z.masked_fill(ratio < p_min, float("-inf"))
+""",
+        "masks the caller's logits in place": """
+def min_p_filter(z, p_min):
+    probs = torch.softmax(z, dim=-1)
+    return z.masked_fill_(probs < p_min * probs.max(dim=-1, keepdim=True).values, float("-inf"))
 """,
     },
     3: {
@@ -156,6 +208,55 @@ def greedy_no_repeat(model, ids, max_new_tokens, n):
         ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
     return ids
 """,
+        "reads the global tiny_lm instead of the model it is given": """
+@torch.no_grad()
+def greedy_no_repeat(model, ids, max_new_tokens, n):
+    for _ in range(max_new_tokens):
+        logits = tiny_lm(ids).logits[:, -1]
+        for row, seq in enumerate(ids.tolist()):
+            context = tuple(seq[len(seq) - n + 1 :])
+            banned = [seq[i + n - 1] for i in range(len(seq) - n + 1) if tuple(seq[i : i + n - 1]) == context]
+            logits[row, banned] = float("-inf")
+        ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
+    return ids
+""",
+        "always 20 new tokens, whatever max_new_tokens says": """
+@torch.no_grad()
+def greedy_no_repeat(model, ids, max_new_tokens, n):
+    for _ in range(20):
+        logits = model(ids).logits[:, -1]
+        for row, seq in enumerate(ids.tolist()):
+            context = tuple(seq[len(seq) - n + 1 :])
+            banned = [seq[i + n - 1] for i in range(len(seq) - n + 1) if tuple(seq[i : i + n - 1]) == context]
+            logits[row, banned] = float("-inf")
+        ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
+    return ids
+""",
+        "bans only the token after the FIRST earlier occurrence (a list.index search)": """
+@torch.no_grad()
+def greedy_no_repeat(model, ids, max_new_tokens, n):
+    for _ in range(max_new_tokens):
+        logits = model(ids).logits[:, -1]
+        for row, seq in enumerate(ids.tolist()):
+            context = tuple(seq[len(seq) - n + 1 :])
+            windows = [tuple(seq[i : i + n - 1]) for i in range(len(seq) - n + 1)]
+            if context in windows:
+                logits[row, seq[windows.index(context) + n - 1]] = float("-inf")
+        ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
+    return ids
+""",
+        "off by one: the window right before the context is never compared": """
+@torch.no_grad()
+def greedy_no_repeat(model, ids, max_new_tokens, n):
+    for _ in range(max_new_tokens):
+        logits = model(ids).logits[:, -1]
+        for row, seq in enumerate(ids.tolist()):
+            context = tuple(seq[len(seq) - n + 1 :])
+            banned = [seq[i + n - 1] for i in range(len(seq) - n) if tuple(seq[i : i + n - 1]) == context]
+            logits[row, banned] = float("-inf")
+        ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
+    return ids
+""",
     },
     4: {
         "accepts the draft's guesses without checking them": """
@@ -233,6 +334,82 @@ def speculative_greedy(target, draft, ids, max_new_tokens, k):
         ids = torch.cat([ids, choices[None, :agreed + 1]], dim=1)
     return ids
 """,
+        "verifies with the target but takes the token after k agreed guesses from the global toy_model": """
+@torch.no_grad()
+def speculative_greedy(target, draft, ids, max_new_tokens, k):
+    goal = ids.shape[1] + max_new_tokens
+    while ids.shape[1] < goal:
+        proposal = ids
+        for _ in range(k):
+            proposal = torch.cat([proposal, draft(proposal)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        choices = target(proposal)[0, ids.shape[1] - 1 :].argmax(-1)
+        guesses = proposal[0, ids.shape[1] :]
+        agreed = 0
+        while agreed < k and guesses[agreed] == choices[agreed]:
+            agreed += 1
+        if agreed == k:
+            ids = torch.cat([proposal, toy_model(proposal)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        else:
+            ids = torch.cat([ids, choices[None, : agreed + 1]], dim=1)
+    return ids[:, :goal]
+""",
+        "verifies all k + 1 prefixes as a batch of k + 1 sequences in one call": """
+@torch.no_grad()
+def speculative_greedy(target, draft, ids, max_new_tokens, k):
+    goal = ids.shape[1] + max_new_tokens
+    while ids.shape[1] < goal:
+        proposal = ids
+        for _ in range(k):
+            proposal = torch.cat([proposal, draft(proposal)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        batch = proposal.expand(k + 1, -1)
+        logits = target(batch)
+        choices = torch.stack([logits[i, ids.shape[1] - 1 + i] for i in range(k + 1)]).argmax(-1)
+        guesses = proposal[0, ids.shape[1] :]
+        agreed = 0
+        while agreed < k and guesses[agreed] == choices[agreed]:
+            agreed += 1
+        ids = torch.cat([ids, choices[None, : agreed + 1]], dim=1)
+    return ids[:, :goal]
+""",
+        "proposes k tokens even when fewer are needed, and does not cut: overshoots when k > max_new_tokens": """
+@torch.no_grad()
+def speculative_greedy(target, draft, ids, max_new_tokens, k):
+    goal = ids.shape[1] + max_new_tokens
+    while ids.shape[1] < goal:
+        proposal = ids
+        for _ in range(k):
+            proposal = torch.cat([proposal, draft(proposal)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        choices = target(proposal)[0, ids.shape[1] - 1 :].argmax(-1)
+        guesses = proposal[0, ids.shape[1] :]
+        agreed = 0
+        while agreed < k and guesses[agreed] == choices[agreed]:
+            agreed += 1
+        ids = torch.cat([ids, choices[None, : agreed + 1]], dim=1)
+        if ids.shape[1] >= goal and k < max_new_tokens:
+            ids = ids[:, :goal]
+    return ids
+""",
+        "after the first disagreement, verifies token by token: more target calls than rounds": """
+@torch.no_grad()
+def speculative_greedy(target, draft, ids, max_new_tokens, k):
+    goal = ids.shape[1] + max_new_tokens
+    trusting = True
+    while ids.shape[1] < goal:
+        if not trusting:
+            ids = torch.cat([ids, target(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
+            continue
+        proposal = ids
+        for _ in range(k):
+            proposal = torch.cat([proposal, draft(proposal)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        choices = target(proposal)[0, ids.shape[1] - 1 :].argmax(-1)
+        guesses = proposal[0, ids.shape[1] :]
+        agreed = 0
+        while agreed < k and guesses[agreed] == choices[agreed]:
+            agreed += 1
+        trusting = agreed == k
+        ids = torch.cat([ids, choices[None, : agreed + 1]], dim=1)
+    return ids[:, :goal]
+""",
     },
     5: {
         "no length normalisation: the raw sum whatever length_penalty says": BEAM.replace(
@@ -269,6 +446,143 @@ def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_pen
     from scratch.sampling import generate
     return generate(model, prompt, max_new_tokens, "beam", num_beams=num_beams, eos_id=eos_id,
                     length_penalty=length_penalty, early_stopping="never", use_cache=False)
+""",
+        "the global EOS instead of eos_id": """
+@torch.no_grad()
+def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_penalty):
+    beams, scores = prompt, torch.zeros(1)
+    finished = []
+    for step in range(1, max_new_tokens + 1):
+        log_p = torch.log_softmax(model(beams)[:, -1], dim=-1)
+        vocab = log_p.shape[-1]
+        candidates = (scores[:, None] + log_p).flatten()
+        order = candidates.argsort(descending=True)
+        sequences = torch.cat([beams[order // vocab], (order % vocab)[:, None]], dim=1)
+        ranked = candidates[order]
+        ends = sequences[:, -1] == EOS
+        last = step == max_new_tokens
+        for i in range(min(num_beams, len(order))):
+            if ends[i] or last:
+                finished.append((float(ranked[i]) / step**length_penalty, sequences[i]))
+        if last:
+            break
+        running = (~ends).nonzero().flatten()[:num_beams]
+        beams, scores = sequences[running], ranked[running]
+    return max(finished, key=lambda hypothesis: hypothesis[0])[1][None]
+""",
+        "one model call per beam: the beams scored in a loop": """
+@torch.no_grad()
+def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_penalty):
+    beams, scores = prompt, torch.zeros(1)
+    finished = []
+    for step in range(1, max_new_tokens + 1):
+        log_p = torch.cat([torch.log_softmax(model(beam[None])[:, -1], dim=-1) for beam in beams])
+        vocab = log_p.shape[-1]
+        candidates = (scores[:, None] + log_p).flatten()
+        order = candidates.argsort(descending=True)
+        sequences = torch.cat([beams[order // vocab], (order % vocab)[:, None]], dim=1)
+        ranked = candidates[order]
+        ends = sequences[:, -1] == eos_id
+        last = step == max_new_tokens
+        for i in range(min(num_beams, len(order))):
+            if ends[i] or last:
+                finished.append((float(ranked[i]) / step**length_penalty, sequences[i]))
+        if last:
+            break
+        running = (~ends).nonzero().flatten()[:num_beams]
+        beams, scores = sequences[running], ranked[running]
+    return max(finished, key=lambda hypothesis: hypothesis[0])[1][None]
+""",
+        "the first step starts from num_beams copies of the prompt: duplicate candidates crowd the beams": """
+@torch.no_grad()
+def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_penalty):
+    beams, scores = prompt.repeat(num_beams, 1), torch.zeros(num_beams)
+    finished = []
+    for step in range(1, max_new_tokens + 1):
+        log_p = torch.log_softmax(model(beams)[:, -1], dim=-1)
+        vocab = log_p.shape[-1]
+        candidates = (scores[:, None] + log_p).flatten()
+        order = candidates.argsort(descending=True)
+        sequences = torch.cat([beams[order // vocab], (order % vocab)[:, None]], dim=1)
+        ranked = candidates[order]
+        ends = sequences[:, -1] == eos_id
+        last = step == max_new_tokens
+        for i in range(min(num_beams, len(order))):
+            if ends[i] or last:
+                finished.append((float(ranked[i]) / step**length_penalty, sequences[i]))
+        if last:
+            break
+        running = (~ends).nonzero().flatten()[:num_beams]
+        beams, scores = sequences[running], ranked[running]
+    return max(finished, key=lambda hypothesis: hypothesis[0])[1][None]
+""",
+        "stops at the first step where the best candidate ends, as greedy does": """
+@torch.no_grad()
+def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_penalty):
+    beams, scores = prompt, torch.zeros(1)
+    finished = []
+    for step in range(1, max_new_tokens + 1):
+        log_p = torch.log_softmax(model(beams)[:, -1], dim=-1)
+        vocab = log_p.shape[-1]
+        candidates = (scores[:, None] + log_p).flatten()
+        order = candidates.argsort(descending=True)
+        sequences = torch.cat([beams[order // vocab], (order % vocab)[:, None]], dim=1)
+        ranked = candidates[order]
+        ends = sequences[:, -1] == eos_id
+        last = step == max_new_tokens
+        for i in range(min(num_beams, len(order))):
+            if ends[i] or last:
+                finished.append((float(ranked[i]) / step**length_penalty, sequences[i]))
+        if last or ends[0]:
+            break
+        running = (~ends).nonzero().flatten()[:num_beams]
+        beams, scores = sequences[running], ranked[running]
+    return max(finished, key=lambda hypothesis: hypothesis[0])[1][None]
+""",
+        "length penalty the wrong way round: score * L ** length_penalty": """
+@torch.no_grad()
+def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_penalty):
+    beams, scores = prompt, torch.zeros(1)
+    finished = []
+    for step in range(1, max_new_tokens + 1):
+        log_p = torch.log_softmax(model(beams)[:, -1], dim=-1)
+        vocab = log_p.shape[-1]
+        candidates = (scores[:, None] + log_p).flatten()
+        order = candidates.argsort(descending=True)
+        sequences = torch.cat([beams[order // vocab], (order % vocab)[:, None]], dim=1)
+        ranked = candidates[order]
+        ends = sequences[:, -1] == eos_id
+        last = step == max_new_tokens
+        for i in range(min(num_beams, len(order))):
+            if ends[i] or last:
+                finished.append((float(ranked[i]) * step**length_penalty, sequences[i]))
+        if last:
+            break
+        running = (~ends).nonzero().flatten()[:num_beams]
+        beams, scores = sequences[running], ranked[running]
+    return max(finished, key=lambda hypothesis: hypothesis[0])[1][None]
+""",
+        "the last step finishes the previous step's beams: one token short": """
+@torch.no_grad()
+def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_penalty):
+    beams, scores = prompt, torch.zeros(1)
+    finished = []
+    for step in range(1, max_new_tokens):
+        log_p = torch.log_softmax(model(beams)[:, -1], dim=-1)
+        vocab = log_p.shape[-1]
+        candidates = (scores[:, None] + log_p).flatten()
+        order = candidates.argsort(descending=True)
+        sequences = torch.cat([beams[order // vocab], (order % vocab)[:, None]], dim=1)
+        ranked = candidates[order]
+        ends = sequences[:, -1] == eos_id
+        for i in range(min(num_beams, len(order))):
+            if ends[i]:
+                finished.append((float(ranked[i]) / step**length_penalty, sequences[i]))
+        running = (~ends).nonzero().flatten()[:num_beams]
+        beams, scores = sequences[running], ranked[running]
+    for beam, score in zip(beams, scores):
+        finished.append((float(score) / max(beams.shape[1] - prompt.shape[1], 1) ** length_penalty, beam))
+    return max(finished, key=lambda hypothesis: hypothesis[0])[1][None]
 """,
     },
 }
