@@ -8,7 +8,9 @@ shared machine wall time grows with the load while CPU time barely does: quote C
 
     python tools/sizing.py [--core 0] [--kernels scratch scratch-fast] [notebooks/NN_topic.ipynb ...]
 
-Results: build/sizing/results.json (one record per run) and build/sizing/table.md.
+Results: build/sizing/results.json (one record per notebook and kernel: a new run replaces that pair's record and keeps
+the others, so lectures can be measured one at a time) and build/sizing/table.md (every record). Each record names
+the commit it measured, with "+" where the notebook differed from that commit.
 """
 
 from __future__ import annotations
@@ -40,6 +42,21 @@ def seconds(clock: str) -> float:
     return total
 
 
+def commit_of(notebook: Path) -> str:
+    """The commit measured: HEAD's short hash, with "+" where the notebook differs from it (or "" outside git)."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    if head.returncode != 0:
+        return ""
+    clean = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(notebook)], cwd=ROOT).returncode == 0
+    return head.stdout.strip() + ("" if clean else "+")
+
+
+def merged(old: list[dict], new: list[dict]) -> list[dict]:
+    """The earlier records with each (notebook, kernel) measured now replaced by its new record."""
+    done = {(r["notebook"], r["kernel"]) for r in new}
+    return [r for r in old if (r["notebook"], r["kernel"]) not in done] + new
+
+
 def measure(notebook: Path, kernel: str, core: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         command = [
@@ -49,7 +66,7 @@ def measure(notebook: Path, kernel: str, core: int) -> dict:
         ]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, cwd=notebook.parent)
     found = {name: re.search(pattern, result.stderr) for name, pattern in TIME_FIELDS.items()}
-    record = {"notebook": notebook.name, "kernel": kernel, "ok": result.returncode == 0}
+    record = {"notebook": notebook.name, "kernel": kernel, "ok": result.returncode == 0, "commit": commit_of(notebook)}
     if all(found.values()):  # a notebook that failed late still tells its size
         record["cpu_s"] = round(float(found["user"][1]) + float(found["system"][1]), 1)
         record["wall_s"] = round(seconds(found["wall"][1]), 1)
@@ -96,14 +113,16 @@ def main() -> int:
             sys.exit(f"{tool} is needed (Debian/Ubuntu: apt-get install util-linux time)")
     notebooks = [Path(p).resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
     OUT.mkdir(parents=True, exist_ok=True)
+    results = OUT / "results.json"
+    earlier = json.loads(results.read_text()) if results.exists() else []
     records = []
     for notebook in notebooks:
         for kernel in args.kernels:  # one after the other, so both see the same load
             record = measure(notebook, kernel, args.core)
             records.append(record)
             print(json.dumps(record)[:400], flush=True)
-            (OUT / "results.json").write_text(json.dumps(records, indent=1) + "\n")
-    text = table(records, args.kernels)
+            results.write_text(json.dumps(merged(earlier, records), indent=1) + "\n")
+    text = table(merged(earlier, records), args.kernels)
     (OUT / "table.md").write_text(text)
     print(text)
     return 0 if all(r["ok"] for r in records) else 1

