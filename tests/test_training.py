@@ -64,6 +64,18 @@ def test_same_seed_same_losses():
     assert other.train_loss != runs[0].train_loss
 
 
+def test_progress_bar_is_plain_text(capsys):
+    """The bar is tqdm's text bar on stderr (a stored notebook keeps its last line), not tqdm.auto's widget."""
+    import tqdm.std
+
+    from scratch import training
+
+    assert training.tqdm is tqdm.std.tqdm
+    train(tiny_gpt(), counting_batches(), 3, lr=3e-3, device="cpu", eval_fn=lambda m: 0.5, eval_every=3)
+    last = capsys.readouterr().err.split("\r")[-1]
+    assert "training: 100%" in last and "3/3" in last and "eval=0.5000" in last, last
+
+
 def test_loss_goes_down_and_eval_is_called():
     model = tiny_gpt()
     get_batch = counting_batches()

@@ -6,7 +6,7 @@
     sequence_loss   cross-entropy averaged over every position of every sequence (padding ignored)
     estimate_loss   the mean loss over a few batches, without gradients (for evaluation)
     decay_groups    AdamW's parameter groups: weight decay on the matrices, none on biases and norm gains
-    Run             the loop: schedule + gradient clipping + periodic evaluation + a tqdm progress bar; with a
+    Run             the loop: schedule + gradient clipping + periodic evaluation + a text progress bar; with a
                     folder, a long run saves its state as it goes and resumes where it stopped
     train           a Run with AdamW, for a model, a batch function and a number of steps (the lectures' call)
     plot_history    train and eval loss against the step
@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from tqdm.auto import tqdm
+from tqdm.std import tqdm  # plain text, also in Jupyter: a notebook stores it as one line, never a stale widget
 
 import scratch
 from scratch import validate
