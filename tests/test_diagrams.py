@@ -193,5 +193,8 @@ def test_beam_tree_draws_kept_and_pruned_candidates_with_their_labels():
     ax.figure.canvas.draw()
     texts = [t.get_text() for t in ax.texts]
     assert "t7  -1.000" in texts and "t4  -4.000" in texts and "2 beams" in ax.get_title()
+    assert "best next tokens" in ax.get_title() and "3 best" not in ax.get_title()  # 3 children, then 2 per beam
+    uniform = [tree[0][:2], tree[1]]  # 2 children per beam at every step
+    assert "each beam's 2 best next tokens" in diagrams.beam_tree(uniform, label=str).get_title()
     with pytest.raises(ValueError, match="at least one step"):
         diagrams.beam_tree([])

@@ -643,7 +643,8 @@ def beam_tree(tree, label=str, steps: int = 3, ax=None):
         raise ValueError(f"beam_tree needs at least one step of candidates and steps >= 1, got {len(tree)} and {steps}")
     tree = tree[:steps]
     num_beams = sum(kept for *_, kept in tree[0])
-    children = len(tree[0])  # the first step has a single parent: the prompt
+    per_beam = {sum(node[0] == parent for node in nodes) for nodes in tree for parent in {node[0] for node in nodes}}
+    shown = f"each beam's {min(per_beam)} best next tokens" if len(per_beam) == 1 else "each beam's best next tokens"
     if ax is None:
         ax = plt.subplots(figsize=(12, 6))[1]
     text_style = dict(
@@ -676,6 +677,6 @@ def beam_tree(tree, label=str, steps: int = 3, ax=None):
     ax.set_ylim(-3.5, 3.8)
     ax.set_yticks([])
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"Beam search with {num_beams} beams: each beam's {children} best next tokens and log P(sequence)")
+    ax.set_title(f"Beam search with {num_beams} beams: {shown} and log P(sequence)")
     ax.set_xlabel("decoding step")
     return ax
