@@ -7,7 +7,16 @@ import torch
 import scratch.attention
 import scratch.blocks
 from scratch.attention import causal_mask
-from scratch.exercises import CountOps, LargestTensor, LookupOnly, forbid, randomised, stream
+from scratch.exercises import (
+    CountOps,
+    LargestTensor,
+    LiveTensors,
+    LookupOnly,
+    block_passes,
+    forbid,
+    randomised,
+    stream,
+)
 
 
 def test_a_forbidden_python_function_fails_by_any_name_and_comes_back():
@@ -144,6 +153,37 @@ def test_count_ops_and_largest_tensor_measure_what_runs_inside():
         (x @ x).sum()
         torch.ones(100)
     assert ops.calls == 2 and largest.largest == 100
+
+
+def test_live_tensors_counts_what_is_still_held():
+    x = torch.randn(4, 4)
+    with LiveTensors() as live:
+        kept = x @ x  # 16 numbers, held
+        (x + 1).sum()  # 16 + 1 numbers, let go at once
+        live.paused = True
+        paused = torch.ones(100)  # not recorded
+        live.paused = False
+    assert live.alive() == 16 and kept.shape == (4, 4) and paused.numel() == 100
+    del kept
+    assert live.alive() == 0
+
+
+def test_block_passes_records_the_rows_of_every_pass_and_restores_the_blocks():
+    from scratch.blocks import DecoderBlock, EncoderBlock
+    from scratch.models import Transformer
+
+    originals = EncoderBlock.forward_with_weights, DecoderBlock.forward_with_weights
+    model = Transformer(10, 12, d_model=8, h=2, N=2, d_ff=16, dropout=0.0).eval()
+    src, tgt = torch.randint(1, 10, (3, 4)), torch.randint(1, 12, (2, 5))
+    with torch.no_grad(), block_passes(EncoderBlock, DecoderBlock) as passes:
+        memory = model.encode(src)  # the models call forward_with_weights
+        model.decoder[0](model.tgt_embed(tgt), memory[:2])  # a block called as a module: forward, counted once
+    assert passes == [("EncoderBlock", 3)] * 2 + [("DecoderBlock", 2)]
+    with pytest.raises(ZeroDivisionError), block_passes(EncoderBlock):
+        raise ZeroDivisionError
+    assert (EncoderBlock.forward_with_weights, DecoderBlock.forward_with_weights) == originals
+    with pytest.raises(ValueError, match="forward_with_weights"), block_passes(torch.nn.Linear):
+        pass
 
 
 def test_stream_reports_how_many_earlier_blocks_are_still_held():

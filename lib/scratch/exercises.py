@@ -29,8 +29,10 @@ How a shortcut is closed:
   name: `softmax` closes `softmax`, `_softmax` and `softmax_backward_data`, not `log_softmax` or `exp`.
 
 The other tools measure what a solution does: `LookupOnly` (how many lookups in a table), `CountOps` (how many
-PyTorch operations), `LargestTensor` (the largest tensor created) and `stream` (whether earlier blocks are
-still held); `randomised` prepares a block whose norms do not hide bugs.
+PyTorch operations), `LargestTensor` (the largest tensor created), `LiveTensors` (how many numbers the tensors
+created still hold), `block_passes` (how many rows each pass through
+a transformer block gets) and `stream` (whether earlier blocks are still held); `randomised` prepares a block whose
+norms do not hide bugs.
 """
 
 from __future__ import annotations
@@ -223,6 +225,58 @@ class LargestTensor(TorchFunctionMode):
             if isinstance(t, torch.Tensor):
                 self.largest = max(self.largest, t.numel())
         return result
+
+
+@contextmanager
+def block_passes(*classes: type):
+    """While the `with` block runs, record (class name, rows) for every pass through a block of `classes`, in order.
+
+    A pass is a call of the class's forward_with_weights (its forward calls it too, and so do the models), on any
+    instance, copies included; rows is the size of its first argument's first dimension. Yields the list.
+    """
+    if not classes:
+        raise ValueError("block_passes: name at least one class")
+    for cls in classes:
+        if not isinstance(cls, type) or "forward_with_weights" not in vars(cls):
+            raise ValueError(f"block_passes: {cls!r} is not a class that defines forward_with_weights")
+    passes: list[tuple[str, int]] = []
+
+    def counting(cls, original):
+        def forward_with_weights(self, x, *args, **kwargs):
+            passes.append((cls.__name__, x.shape[0]))
+            return original(self, x, *args, **kwargs)
+
+        return forward_with_weights
+
+    originals = {cls: vars(cls)["forward_with_weights"] for cls in classes}
+    try:
+        for cls, original in originals.items():
+            cls.forward_with_weights = counting(cls, original)
+        yield passes
+    finally:
+        for cls, original in originals.items():
+            cls.forward_with_weights = original
+
+
+class LiveTensors(TorchFunctionMode):
+    """While active, keeps weak references to the tensors torch operations return (not while `paused` is True);
+    `alive()` is how many numbers those, and any tensors added to `refs`, still hold."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs: list[weakref.ref] = []
+        self.paused = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if not self.paused:
+            for t in result if isinstance(result, (tuple, list)) else [result]:
+                if isinstance(t, torch.Tensor):
+                    self.refs.append(weakref.ref(t))
+        return result
+
+    def alive(self) -> int:
+        return sum(t.numel() for t in (ref() for ref in self.refs) if t is not None)
 
 
 def stream(K, V, block, held):
