@@ -289,7 +289,7 @@ def decoder_block_step(block, x_t, memory, cache):
     return block(cache["inputs"], memory, self_mask=causal_mask(n))[:, -1:]
 """,
         "borrowed: the attention's own KVCache": """
-from scratch.sampling import KVCache
+from scratch.attention import KVCache
 
 def decoder_block_step(block, x_t, memory, cache):
     kv = cache.setdefault("kv", KVCache())

@@ -272,7 +272,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
     done = torch.zeros(batch, dtype=torch.bool)
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     for _ in range(max_len):
-        logits, _, cross = model.decode(ys, memory, src, need_weights=True)
+        logits, _, cross = decode_with_weights(model, ys, memory, src)
         log_p = logits[:, -1].log_softmax(dim=-1)
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)
@@ -298,7 +298,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, model.encode(src)[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, model.encode(src)[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -320,7 +320,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -342,7 +342,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[: len(running)], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[: len(running)])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -364,7 +364,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[0][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -386,7 +386,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].amax(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -408,7 +408,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, 0].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -430,7 +430,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -452,7 +452,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[BOS, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -474,7 +474,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -496,7 +496,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -519,7 +519,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
             break
         rows = torch.tensor(running)
         prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
-        logits, _, cross = model.decode(prefix, memory[rows], src[rows], need_weights=True)
+        logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
         where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)  # last layer, last position, mean over the heads
@@ -532,15 +532,18 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
     return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
 """,
         "borrowed: greedy_decode for the tokens": """
+from scratch.sampling import greedy_decode
+
 @torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    out = model.greedy_decode(src, bos_id, eos_id, max_len)
+    out = greedy_decode(model, src, bos_id, eos_id, max_len)
     results = []
     for r, row in enumerate(out):
         ends = (row == eos_id).nonzero()
         tokens = row[: int(ends[0]) + 1] if len(ends) else row
-        logits, weights = model(src[r : r + 1], torch.cat([torch.tensor([bos_id]), tokens[:-1]])[None], True)
-        log_p = logits[0].log_softmax(-1).gather(-1, tokens[:, None]).sum().item()
+        tgt_in = torch.cat([torch.tensor([bos_id]), tokens[:-1]])[None]
+        log_p = model(src[r : r + 1], tgt_in)[0].log_softmax(-1).gather(-1, tokens[:, None]).sum().item()
+        weights = model.attention_weights(src[r : r + 1], tgt_in)
         results.append((tokens, log_p, weights["cross"][-1][0].mean(0).argmax(-1)))
     return results
 """,
@@ -588,10 +591,37 @@ def learning_rate(step, steps, peak, warmup, minimum):
 WRONG_SOLUTIONS[4].update(
     {
         "words split at spaces (the hyphenated tens kept whole)": """
-from scratch.tasks import english_number
+from scratch.number_words import english_number
 
 def order_blind_ceiling(numbers):
     return len({tuple(sorted(english_number(n).split())) for n in numbers}) / len(numbers)
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "looked_at from model.attention_weights, which encodes the source again and runs a second decoder pass": """
+@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    memory = model.encode(src)
+    batch = src.shape[0]
+    tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
+    running = list(range(batch))
+    for _ in range(max_len):
+        if not running:
+            break
+        rows = torch.tensor(running)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])
+        log_p = model.decode(prefix, memory[rows], src[rows])[:, -1].log_softmax(dim=-1)
+        best = log_p.argmax(dim=-1)
+        cross = model.attention_weights(src[rows], prefix)["cross"]
+        where = cross[-1][:, :, -1].mean(dim=1).argmax(dim=-1)
+        for i, r in enumerate(running):
+            tokens[r].append(int(best[i]))
+            log_probs[r] += float(log_p[i, best[i]])
+            looked_at[r].append(int(where[i]))
+        running = [r for r in running if tokens[r][-1] != eos_id]
+    return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
 """,
     }
 )

@@ -364,9 +364,9 @@ def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, gene
     targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
     return inputs, positions, targets
 """,
-        "borrowed: scratch.mlm.mask_tokens, then the first k of its picks": """
+        "borrowed: scratch.objectives.mask_tokens, then the first k of its picks": """
 def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
-    from scratch.mlm import mask_tokens
+    from scratch.objectives import mask_tokens
 
     inputs, labels = mask_tokens(ids, special, mask_id, vocab_size, prob, generator)
     picked = labels != IGNORE_INDEX
