@@ -30,6 +30,18 @@ def test_local_build_tag_is_the_same_release(monkeypatch):
     assert check.check_package("torch", "2.13.0")[0]
 
 
+def test_grading_is_one_line_for_nbgrader_and_its_lock(tmp_path):
+    ok, what, _ = check.check_grading()  # make setup installs requirements-grading.lock
+    assert ok and what.startswith("nbgrader 0.9.6 and ") and "requirements-grading.lock" in what
+    lock = tmp_path / "requirements-grading.lock"
+    lock.write_text(
+        "# a lock\n\nnbgrader==0.0.1 \\\n    --hash=sha256:00\nno-such-package-here==1.0 \\\n    --hash=sha256:00\n"
+    )
+    ok, what, fix = check.check_grading(lock)
+    assert not ok and "nbgrader" in what and "pinned 0.0.1" in what and "no-such-package-here not installed" in what
+    assert "requirements-grading.lock" in fix
+
+
 def test_missing_asset_is_reported_not_fetched(tmp_path, monkeypatch):
     monkeypatch.setattr(assets, "ASSET_DIR", tmp_path)
     fetched = []
@@ -72,9 +84,9 @@ def test_runs_as_a_module_and_finds_the_test_environment_ready():
     result = subprocess.run([sys.executable, "-m", "scratch.check"], capture_output=True, text=True)
     lines = [line for line in result.stdout.splitlines() if line.startswith(("OK", "FAIL"))]
     folders = [p for p in checkpoints.CHECKPOINT_DIR.iterdir() if p.is_dir()]
-    # python, the lock against requirements.txt, each pin, the lock's other packages (one line), assets, checkpoints,
-    # the kernel, Chromium
-    assert len(lines) == 2 + len(check.pinned_packages()) + 1 + len(assets.all_assets()) + len(folders) + 2
+    # python, the lock against requirements.txt, each pin, the lock's other packages (one line), nbgrader (one line),
+    # assets, checkpoints, the kernel, Chromium
+    assert len(lines) == 2 + len(check.pinned_packages()) + 2 + len(assets.all_assets()) + len(folders) + 2
     assert lines[0].startswith("OK    python 3.11")
     assert [line for line in lines if line.startswith("FAIL") and "chromium" not in line] == []
     assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)

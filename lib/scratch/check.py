@@ -3,9 +3,10 @@
 Prints one line per requirement, OK or FAIL, and for every FAIL the command that fixes it:
 the Python version, whether requirements.lock still matches requirements.txt, every package pinned in
 requirements.txt (installed version against the pin), the other packages of requirements.lock (one line),
-every asset of `scratch.assets` (re-hashed from disk, never downloaded here), the checkpoints the course ships
-in data/checkpoints/, the course's Jupyter kernel (which pins the numeric path, `scratch.numerics`), and the
-Chromium the book's browser test drives. Exit code 1 if anything failed.
+nbgrader and the packages requirements-grading.lock adds for it (one line), every asset of `scratch.assets`
+(re-hashed from disk, never downloaded here), the checkpoints the course ships in data/checkpoints/, the course's
+Jupyter kernel (which pins the numeric path, `scratch.numerics`), and the Chromium the book's browser test drives.
+Exit code 1 if anything failed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from scratch import assets, checkpoints, kernel, numerics
 
 REQUIREMENTS = assets.ROOT / "requirements.txt"
 LOCK = assets.ROOT / "requirements.lock"
+GRADING_LOCK = assets.ROOT / "requirements-grading.lock"
 FIX_PACKAGES = "make setup   (or: .venv/bin/python -m pip install --require-hashes --no-deps -r requirements.lock)"
+FIX_GRADING = (
+    "make setup   (or: .venv/bin/python -m pip install --require-hashes --no-deps -r requirements-grading.lock)"
+)
 FIX_LOCK = "make lock   (regenerates requirements.lock from requirements.txt), then make setup"
 FIX_CHROMIUM = "sudo apt-get install chromium   (Debian/Ubuntu; only `make test`'s book test needs it)"
 
@@ -85,6 +90,27 @@ def check_locked_dependencies(pinned: dict[str, str]) -> tuple[bool, str, str]:
     )
 
 
+def check_grading(path: Path = GRADING_LOCK) -> tuple[bool, str, str]:
+    """One line for nbgrader, which grades the exercises, and the packages requirements-grading.lock adds with it."""
+    locked = locked_packages(path)
+    wrong = [
+        what for ok, what, _ in (check_package(name, version) for name, version in sorted(locked.items())) if not ok
+    ]
+    if not wrong:
+        return (
+            True,
+            f"nbgrader {locked.get('nbgrader', '?')} and {len(locked) - 1} more packages of requirements-grading.lock",
+            FIX_GRADING,
+        )
+    return (
+        False,
+        "grading the exercises (requirements-grading.lock): "
+        + "; ".join(wrong[:5])
+        + (" ..." if len(wrong) > 5 else ""),
+        FIX_GRADING,
+    )
+
+
 def check_python() -> tuple[bool, str, str]:
     found = ".".join(map(str, sys.version_info[:3]))
     return sys.version_info[:2] == (3, 11), f"python {found} (course: 3.11)", "make PYTHON=/path/to/python3.11 setup"
@@ -142,6 +168,7 @@ def all_checks() -> list[tuple[bool, str, str]]:
     results = [check_python(), check_lock()]
     results += [check_package(name, version) for name, version in pinned.items()]
     results.append(check_locked_dependencies(pinned))
+    results.append(check_grading())
     results += [check_asset(key) for key in assets.all_assets()]
     if checkpoints.CHECKPOINT_DIR.is_dir():
         results += [check_checkpoint(p.name) for p in sorted(checkpoints.CHECKPOINT_DIR.iterdir()) if p.is_dir()]
