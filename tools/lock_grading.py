@@ -29,7 +29,7 @@ HEADER = """\
 # requirements-grading.lock: nbgrader and the packages it adds to requirements.lock, each with its files' hashes.
 # Written by `make lock-grading` (python tools/lock_grading.py) from requirements-grading.txt, with every package of
 # requirements.lock held at its locked version: do not edit by hand. Installed after requirements.lock by
-# `make grading`: pip install --require-hashes --no-deps -r requirements-grading.lock
+# `make setup`: pip install --require-hashes --no-deps -r requirements-grading.lock
 """
 
 
