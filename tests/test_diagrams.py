@@ -164,6 +164,10 @@ def test_attention_maps_draw_one_panel_per_head_on_one_scale():
     assert "2 × 3 = 6" in fig.get_suptitle() and "a short sentence" in fig.get_suptitle()
     with pytest.raises(ValueError, match=r"shape \(layers, heads, n, n\)"):
         diagrams.attention_maps(weights[0], "x")
+    fig = diagrams.attention_maps(weights, "a b c", tokens=list("abcde"))
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list("abcde")
+    with pytest.raises(ValueError, match="tokens must name the 5 tokens"):
+        diagrams.attention_maps(weights, "x", tokens=["a"])
     plt.close("all")
 
 

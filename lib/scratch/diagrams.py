@@ -563,17 +563,20 @@ def norm_placement(dropout: bool = False, ax=None):
 # --- Lecture 7 (BERT) --------------------------------------------------------------------------------------------
 
 
-def attention_maps(weights, sentence: str, vmax: float = 1.0):
+def attention_maps(weights, sentence: str, vmax: float = 1.0, tokens: list[str] | None = None):
     """Every attention map of an encoder for one sentence, in a grid: one row per layer, one column per head.
 
     weights has shape (layers, heads, n, n) (a tensor or array; rows the attending token, columns the attended
-    one). All maps share one colour scale from 0 to vmax (1, the largest weight a softmax can give), so a pale map
-    is a spread-out one; one colour bar is labelled. sentence is named in the title. Returns the Figure.
+    one). All maps share one colour scale from 0 to vmax (1, the largest weight a softmax can give), so a dark map
+    is a spread-out one; one colour bar is labelled. sentence is named in the title. tokens, if given (n strings),
+    label the rows of the first column and the columns of the bottom row. Returns the Figure.
     """
     shape = tuple(getattr(weights, "shape", ()))
     if len(shape) != 4 or shape[2] != shape[3]:
         raise ValueError(f"weights must have shape (layers, heads, n, n), got {shape}")
     layers, heads = shape[:2]
+    if tokens is not None and len(tokens) != shape[2]:
+        raise ValueError(f"tokens must name the {shape[2]} tokens of the maps, got {len(tokens)}")
     fig, axes = plt.subplots(layers, heads, figsize=(1.25 * heads, 1.4 * layers), layout="constrained", squeeze=False)
     for layer in range(layers):
         for head in range(heads):
@@ -581,6 +584,10 @@ def attention_maps(weights, sentence: str, vmax: float = 1.0):
             image = ax.imshow(weights[layer][head], cmap="viridis", vmin=0.0, vmax=vmax)
             ax.set_xticks([])
             ax.set_yticks([])
+            if tokens is not None and head == 0:
+                ax.set_yticks(range(len(tokens)), tokens, fontsize=5)
+            if tokens is not None and layer == layers - 1:
+                ax.set_xticks(range(len(tokens)), tokens, fontsize=5, rotation=90)
             if layer == 0:
                 ax.set_title(f"head {head}", fontsize=9)
             if head == 0:
