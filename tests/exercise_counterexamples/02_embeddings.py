@@ -120,7 +120,7 @@ def rope_complex(x, positions):
     out[:, halves] = RotaryEmbedding(d_head, max_len=10000).rotate(x[:, halves], positions)
     return out
 """,
-        "rotate-half layout: pairs (j, j + d/2) instead of neighbours": """
+        "rotate-half layout: pairs (p, p + d/2) instead of neighbours": """
 def rope_complex(x, positions):
     n, d_head = x.shape
     theta = 10000.0 ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
@@ -129,7 +129,7 @@ def rope_complex(x, positions):
     turned = z * torch.polar(torch.ones_like(angles), angles)
     return torch.cat([turned.real, turned.imag], dim=-1).to(x.dtype)
 """,
-        "theta_j = 10000^(-j/d_head): the factor 2 forgotten": """
+        "theta_p = 10000^(-p/d_head): the factor 2 forgotten": """
 def rope_complex(x, positions):
     n, d_head = x.shape
     theta = 10000.0 ** (-torch.arange(d_head // 2, dtype=torch.float64) / d_head)
@@ -138,7 +138,7 @@ def rope_complex(x, positions):
     turned = z * torch.polar(torch.ones_like(angles), angles)
     return torch.view_as_real(turned).reshape(n, d_head).to(x.dtype)
 """,
-        "turns the wrong way, by e^(-i m theta)": """
+        "turns the wrong way, by e^(-i pos theta)": """
 def rope_complex(x, positions):
     n, d_head = x.shape
     theta = 10000.0 ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
@@ -220,30 +220,30 @@ def alibi_bias(h, n):
         "rotation the wrong way: M_k shifts back by k": """
 def shift_matrix(k, d_model):
     M = torch.zeros(d_model, d_model, dtype=torch.float64)
-    for i in range(d_model // 2):
-        b = k * 10000.0 ** (-2 * i / d_model)
+    for p in range(d_model // 2):
+        b = k * 10000.0 ** (-2 * p / d_model)
         c, s = math.cos(b), math.sin(b)
-        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, -s
-        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = s, c
+        M[2 * p, 2 * p], M[2 * p, 2 * p + 1] = c, -s
+        M[2 * p + 1, 2 * p], M[2 * p + 1, 2 * p + 1] = s, c
     return M
 """,
-        "omega_i = 10000^(-i/d_model): the factor 2 forgotten": """
+        "omega_p = 10000^(-p/d_model): the factor 2 forgotten": """
 def shift_matrix(k, d_model):
     M = torch.zeros(d_model, d_model, dtype=torch.float64)
-    for i in range(d_model // 2):
-        b = k * 10000.0 ** (-i / d_model)
+    for p in range(d_model // 2):
+        b = k * 10000.0 ** (-p / d_model)
         c, s = math.cos(b), math.sin(b)
-        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s
-        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
+        M[2 * p, 2 * p], M[2 * p, 2 * p + 1] = c, s
+        M[2 * p + 1, 2 * p], M[2 * p + 1, 2 * p + 1] = -s, c
     return M
 """,
         "one rotation angle for every pair": """
 def shift_matrix(k, d_model):
     M = torch.zeros(d_model, d_model, dtype=torch.float64)
     c, s = math.cos(k), math.sin(k)
-    for i in range(d_model // 2):
-        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s
-        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
+    for p in range(d_model // 2):
+        M[2 * p, 2 * p], M[2 * p, 2 * p + 1] = c, s
+        M[2 * p + 1, 2 * p], M[2 * p + 1, 2 * p + 1] = -s, c
     return M
 """,
         "fitted to the first 50 positions in float32: not exact": """
@@ -255,21 +255,21 @@ def shift_matrix(k, d_model):
         "d_model fixed at 32": """
 def shift_matrix(k, d_model):
     M = torch.zeros(32, 32, dtype=torch.float64)
-    for i in range(16):
-        b = k * 10000.0 ** (-2 * i / 32)
+    for p in range(16):
+        b = k * 10000.0 ** (-2 * p / 32)
         c, s = math.cos(b), math.sin(b)
-        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s
-        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
+        M[2 * p, 2 * p], M[2 * p, 2 * p + 1] = c, s
+        M[2 * p + 1, 2 * p], M[2 * p + 1, 2 * p + 1] = -s, c
     return M
 """,
-        "the frequencies of pairs numbered from 1: omega = 10000^(-2(i+1)/d_model)": """
+        "the frequencies of pairs numbered from 1: omega = 10000^(-2(p+1)/d_model)": """
 def shift_matrix(k, d_model):
     M = torch.zeros(d_model, d_model, dtype=torch.float64)
-    for i in range(d_model // 2):
-        b = k * 10000.0 ** (-2 * (i + 1) / d_model)
+    for p in range(d_model // 2):
+        b = k * 10000.0 ** (-2 * (p + 1) / d_model)
         c, s = math.cos(b), math.sin(b)
-        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s
-        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
+        M[2 * p, 2 * p], M[2 * p, 2 * p + 1] = c, s
+        M[2 * p + 1, 2 * p], M[2 * p + 1, 2 * p + 1] = -s, c
     return M
 """,
     },

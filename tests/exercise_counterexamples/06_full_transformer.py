@@ -289,7 +289,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "the source encoded again at every step": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -297,7 +297,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, model.encode(src)[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -319,7 +319,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -333,7 +333,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "the memory of the running rows with all of src's rows (padding of the wrong rows)": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -341,7 +341,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[: len(running)])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -355,7 +355,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "looked_at from the FIRST decoder layer": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -363,7 +363,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -377,7 +377,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "looked_at from the strongest head, not the mean over heads": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -385,7 +385,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -399,7 +399,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "looked_at from the first position of the prefix (<bos>), not the last": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -407,7 +407,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -421,7 +421,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "log_prob adds probabilities, not log-probabilities": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -429,7 +429,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -443,7 +443,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "<bos> and <eos> of the set-up (1 and 2), not the arguments": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -451,7 +451,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[BOS, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[BOS, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -465,7 +465,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "max_len - 1 tokens at most": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -473,7 +473,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -487,7 +487,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "rows returned in the order they finished": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -495,7 +495,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)
@@ -510,7 +510,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
         "stops every row when the first one finishes": """@torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
-    memory = model.encode(src)  # (batch, S, d_model), once for the whole batch
+    memory = model.encode(src)  # (batch, m, d_model), once for the whole batch
     batch = src.shape[0]
     tokens, log_probs, looked_at = [[] for _ in range(batch)], [0.0] * batch, [[] for _ in range(batch)]
     running = list(range(batch))  # the rows still translating (all with prefixes of the same length)
@@ -518,7 +518,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
         if not running:
             break
         rows = torch.tensor(running)
-        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, L)
+        prefix = torch.tensor([[bos_id, *tokens[r]] for r in running])  # (running, n)
         logits, _, cross = decode_with_weights(model, prefix, memory[rows], src[rows])
         log_p = logits[:, -1].log_softmax(dim=-1)  # (running, V): the next token
         best = log_p.argmax(dim=-1)

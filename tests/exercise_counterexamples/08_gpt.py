@@ -49,7 +49,7 @@ def llama_parameter_count(config):
 
 _LAYER_OK = """
 def decoder_layer_by_hand(layer, x, config):
-    T, d_model = x.shape
+    n, d_model = x.shape
     h, n_kv = config.num_attention_heads, config.num_key_value_heads
     d_k, eps = d_model // h, config.rms_norm_eps
 
@@ -57,7 +57,7 @@ def decoder_layer_by_hand(layer, x, config):
         return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
 
     theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
-    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * theta
     cos, sin = angles.cos(), angles.sin()
 
     def rotate(z):
@@ -66,15 +66,15 @@ def decoder_layer_by_hand(layer, x, config):
 
     attention = layer.self_attn
     z = rms_norm(x, layer.input_layernorm.weight)
-    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
-    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
-    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q = (z @ attention.q_proj.weight.T).view(n, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
     q, k = rotate(q), rotate(k)
     k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    future = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    a = x + (weights @ v).transpose(0, 1).reshape(T, d_model) @ attention.o_proj.weight.T
+    a = x + (weights @ v).transpose(0, 1).reshape(n, d_model) @ attention.o_proj.weight.T
     mlp = layer.mlp
     z = rms_norm(a, layer.post_attention_layernorm.weight)
     gate = z @ mlp.gate_proj.weight.T
@@ -284,7 +284,7 @@ def llama_parameter_count(config):
             "k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)",
             "k.repeat(h // n_kv, 1, 1), v.repeat(h // n_kv, 1, 1)",
         ),
-        "rotary pairs (2j, 2j + 1) instead of (j, j + d_k/2)": _variant(
+        "rotary pairs (2p, 2p + 1) instead of (p, p + d_k/2)": _variant(
             _LAYER_OK,
             "first, second = z[..., :d_k // 2], z[..., d_k // 2:]\n"
             "        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)",
@@ -309,8 +309,8 @@ def llama_parameter_count(config):
 def decoder_layer_by_hand(layer, x, config):
     rotary = smollm2.model.rotary_emb
     positions = torch.arange(x.shape[0])[None]
-    T = x.shape[0]
-    mask = torch.zeros(1, 1, T, T).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    n = x.shape[0]
+    mask = torch.zeros(1, 1, n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
     out = layer(x[None], attention_mask=mask, position_ids=positions,
                 position_embeddings=rotary(x[None], positions))
     return (out[0] if isinstance(out, tuple) else out)[0]
@@ -330,7 +330,7 @@ def decoder_layer_by_hand(layer, x, config):
         ),
         "SmolLM2's sizes written in: 9 heads, 3 K/V heads": """
 def decoder_layer_by_hand(layer, x, config):
-    T, d_model = x.shape
+    n, d_model = x.shape
     h, n_kv = 9, 3
     d_k, eps = d_model // h, config.rms_norm_eps
 
@@ -338,7 +338,7 @@ def decoder_layer_by_hand(layer, x, config):
         return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
 
     theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
-    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * theta
     cos, sin = angles.cos(), angles.sin()
 
     def rotate(z):
@@ -347,15 +347,15 @@ def decoder_layer_by_hand(layer, x, config):
 
     attention = layer.self_attn
     z = rms_norm(x, layer.input_layernorm.weight)
-    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
-    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
-    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q = (z @ attention.q_proj.weight.T).view(n, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
     q, k = rotate(q), rotate(k)
     k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    future = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    heads = (weights @ v).transpose(0, 1).reshape(n, d_model)
     a = x + heads @ attention.o_proj.weight.T
     mlp = layer.mlp
     z = rms_norm(a, layer.post_attention_layernorm.weight)
@@ -364,7 +364,7 @@ def decoder_layer_by_hand(layer, x, config):
 """,
         "SmolLM2's rotary base written in (100,000)": """
 def decoder_layer_by_hand(layer, x, config):
-    T, d_model = x.shape
+    n, d_model = x.shape
     h, n_kv = config.num_attention_heads, config.num_key_value_heads
     d_k, eps = d_model // h, config.rms_norm_eps
 
@@ -372,7 +372,7 @@ def decoder_layer_by_hand(layer, x, config):
         return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
 
     theta = 100000.0 ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
-    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * theta
     cos, sin = angles.cos(), angles.sin()
 
     def rotate(z):
@@ -381,15 +381,15 @@ def decoder_layer_by_hand(layer, x, config):
 
     attention = layer.self_attn
     z = rms_norm(x, layer.input_layernorm.weight)
-    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
-    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
-    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q = (z @ attention.q_proj.weight.T).view(n, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
     q, k = rotate(q), rotate(k)
     k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    future = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    heads = (weights @ v).transpose(0, 1).reshape(n, d_model)
     a = x + heads @ attention.o_proj.weight.T
     mlp = layer.mlp
     z = rms_norm(a, layer.post_attention_layernorm.weight)
@@ -398,7 +398,7 @@ def decoder_layer_by_hand(layer, x, config):
 """,
         "SmolLM2's epsilon written in (1e-5)": """
 def decoder_layer_by_hand(layer, x, config):
-    T, d_model = x.shape
+    n, d_model = x.shape
     h, n_kv = config.num_attention_heads, config.num_key_value_heads
     d_k, eps = d_model // h, 1e-5
 
@@ -406,7 +406,7 @@ def decoder_layer_by_hand(layer, x, config):
         return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
 
     theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
-    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * theta
     cos, sin = angles.cos(), angles.sin()
 
     def rotate(z):
@@ -415,15 +415,15 @@ def decoder_layer_by_hand(layer, x, config):
 
     attention = layer.self_attn
     z = rms_norm(x, layer.input_layernorm.weight)
-    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
-    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
-    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q = (z @ attention.q_proj.weight.T).view(n, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
     q, k = rotate(q), rotate(k)
     k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    future = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    heads = (weights @ v).transpose(0, 1).reshape(n, d_model)
     a = x + heads @ attention.o_proj.weight.T
     mlp = layer.mlp
     z = rms_norm(a, layer.post_attention_layernorm.weight)
@@ -432,7 +432,7 @@ def decoder_layer_by_hand(layer, x, config):
 """,
         "epsilon added to the root mean square instead of under the root": """
 def decoder_layer_by_hand(layer, x, config):
-    T, d_model = x.shape
+    n, d_model = x.shape
     h, n_kv = config.num_attention_heads, config.num_key_value_heads
     d_k, eps = d_model // h, config.rms_norm_eps
 
@@ -440,7 +440,7 @@ def decoder_layer_by_hand(layer, x, config):
         return z / (torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True)) + eps) * gain
 
     theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
-    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * theta
     cos, sin = angles.cos(), angles.sin()
 
     def rotate(z):
@@ -449,15 +449,15 @@ def decoder_layer_by_hand(layer, x, config):
 
     attention = layer.self_attn
     z = rms_norm(x, layer.input_layernorm.weight)
-    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
-    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
-    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q = (z @ attention.q_proj.weight.T).view(n, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
     q, k = rotate(q), rotate(k)
     k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    future = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    heads = (weights @ v).transpose(0, 1).reshape(n, d_model)
     a = x + heads @ attention.o_proj.weight.T
     mlp = layer.mlp
     z = rms_norm(a, layer.post_attention_layernorm.weight)
@@ -466,7 +466,7 @@ def decoder_layer_by_hand(layer, x, config):
 """,
         "borrowed: PyTorch's rms_norm": """
 def decoder_layer_by_hand(layer, x, config):
-    T, d_model = x.shape
+    n, d_model = x.shape
     h, n_kv = config.num_attention_heads, config.num_key_value_heads
     d_k, eps = d_model // h, config.rms_norm_eps
 
@@ -474,7 +474,7 @@ def decoder_layer_by_hand(layer, x, config):
         return torch.nn.functional.rms_norm(z, (z.shape[-1],), gain, eps)
 
     theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
-    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * theta
     cos, sin = angles.cos(), angles.sin()
 
     def rotate(z):
@@ -483,15 +483,15 @@ def decoder_layer_by_hand(layer, x, config):
 
     attention = layer.self_attn
     z = rms_norm(x, layer.input_layernorm.weight)
-    q = (z @ attention.q_proj.weight.T).view(T, h, d_k).transpose(0, 1)
-    k = (z @ attention.k_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
-    v = (z @ attention.v_proj.weight.T).view(T, n_kv, d_k).transpose(0, 1)
+    q = (z @ attention.q_proj.weight.T).view(n, h, d_k).transpose(0, 1)
+    k = (z @ attention.k_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
+    v = (z @ attention.v_proj.weight.T).view(n, n_kv, d_k).transpose(0, 1)
     q, k = rotate(q), rotate(k)
     k, v = k.repeat_interleave(h // n_kv, dim=0), v.repeat_interleave(h // n_kv, dim=0)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    future = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    heads = (weights @ v).transpose(0, 1).reshape(T, d_model)
+    heads = (weights @ v).transpose(0, 1).reshape(n, d_model)
     a = x + heads @ attention.o_proj.weight.T
     mlp = layer.mlp
     z = rms_norm(a, layer.post_attention_layernorm.weight)
