@@ -188,17 +188,29 @@ def test_teacher_forcing_draws_both_rows_and_refuses_unequal_lengths():
 # --- Lecture 10 (decoding) -------------------------------------------------------------------------------------
 
 
-def test_beam_tree_draws_kept_and_pruned_candidates_with_their_labels():
-    tree = [
-        [(0, 7, -1.0, True), (0, 8, -1.5, True), (0, 9, -2.0, False)],
-        [(0, 1, -2.0, True), (0, 2, -3.5, False), (1, 3, -2.5, True), (1, 4, -4.0, False)],
+def test_beam_tree_colours_kept_candidates_by_whether_their_path_survives():
+    import torch
+
+    history = [  # 2 beams; at step 2 both kept candidates extend beam 0, so beam 1 (token 1) dies
+        (torch.tensor([[-1.0, -1.5, -2.0, -5.0]]), torch.tensor([0, 0]), torch.tensor([0, 1])),
+        (
+            torch.tensor([[-2.0, -2.5, -6.0, -7.0], [-3.5, -4.0, -8.0, -9.0]]),
+            torch.tensor([0, 0]),
+            torch.tensor([0, 1]),
+        ),
     ]
-    ax = diagrams.beam_tree(tree, label=lambda token: f"t{token}")
+    ax = diagrams.beam_tree(history, label=lambda token: f"t{token}", children=3)
     ax.figure.canvas.draw()
     texts = [t.get_text() for t in ax.texts]
-    assert "t7  -1.000" in texts and "t4  -4.000" in texts and "2 beams" in ax.get_title()
-    assert "best next tokens" in ax.get_title() and "3 best" not in ax.get_title()  # 3 children, then 2 per beam
-    uniform = [tree[0][:2], tree[1]]  # 2 children per beam at every step
-    assert "each beam's 2 best next tokens" in diagrams.beam_tree(uniform, label=str).get_title()
+    assert "t0  -1.000" in texts and "t1  -4.000" in texts and "2 beams" in ax.get_title()
+    assert "each beam's 3 best next tokens" in ax.get_title()
+    dots = {tuple(c.get_offsets()[0]): c.get_facecolor()[0][:3] for c in ax.collections}
+    orange, green = matplotlib.colors.to_rgb("tab:orange"), matplotlib.colors.to_rgb("tab:green")
+    assert [tuple(dots[xy]) for xy in sorted(dots) if xy[0] == 1 and tuple(dots[xy]) in (orange, green)] == [
+        orange,  # step 1, token 1 (lower on the plot): kept, then its beam died
+        green,  # step 1, token 0: on the surviving path
+    ]
     with pytest.raises(ValueError, match="at least one step"):
         diagrams.beam_tree([])
+    with pytest.raises(ValueError, match="raise children"):
+        diagrams.beam_tree(history, children=1)

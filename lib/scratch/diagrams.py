@@ -638,20 +638,26 @@ def teacher_forcing(decoder_input: list[str], labels: list[str], ax=None):
 # --- Lecture 10 (decoding) -------------------------------------------------------------------------------------
 
 
-def beam_tree(tree, label=str, steps: int = 3, ax=None):
+def beam_tree(history, label=str, children: int = 3, steps: int = 3, ax=None):
     """The candidates beam search weighed at its first steps, as a tree from the prompt.
 
-    tree holds one list per step of (parent, token, score, kept): parent is the index of the beam it extends
-    among the previous step's kept beams (best first, as beam search ranks them), token its id, score the log P
-    of the whole sequence, kept whether it is one of the step's num_beams best. label(token) gives the text
-    drawn beside each node. Kept candidates are green, pruned ones gray. Returns the Axes.
+    history holds one (candidates, parents, tokens) per step: candidates, a (beams, V) tensor, is the log P of
+    every beam of the previous step (best first) extended by every token; parents and tokens, (num_beams,) each,
+    are the candidates the step kept, best first. Each beam's `children` best candidates are drawn, labelled
+    label(token) and their log P. Green: kept, and on a path to a candidate kept at the last drawn step; orange:
+    kept at its step, but none of its descendants is kept at the last drawn step; gray: pruned. Returns the Axes.
     """
-    if not tree or steps < 1:
-        raise ValueError(f"beam_tree needs at least one step of candidates and steps >= 1, got {len(tree)} and {steps}")
-    tree = tree[:steps]
-    num_beams = sum(kept for *_, kept in tree[0])
-    per_beam = {sum(node[0] == parent for node in nodes) for nodes in tree for parent in {node[0] for node in nodes}}
-    shown = f"each beam's {min(per_beam)} best next tokens" if len(per_beam) == 1 else "each beam's best next tokens"
+    if not history or steps < 1 or children < 1:
+        raise ValueError(
+            f"beam_tree needs at least one step of candidates, steps >= 1 and children >= 1, "
+            f"got {len(history)} steps, steps={steps}, children={children}"
+        )
+    history = history[:steps]
+    kept = [list(zip(parents.tolist(), tokens.tolist())) for _, parents, tokens in history]  # per step, best first
+    alive = [set(range(len(pairs))) for pairs in kept]  # per step: indices of its kept candidates still on a path
+    for step in range(len(kept) - 1, 0, -1):
+        alive[step - 1] = {kept[step][i][0] for i in alive[step]}
+    colors = {"alive": "tab:green", "dropped": "tab:orange", "pruned": "lightgray"}
     if ax is None:
         ax = plt.subplots(figsize=(12, 6))[1]
     text_style = dict(
@@ -665,25 +671,44 @@ def beam_tree(tree, label=str, steps: int = 3, ax=None):
     )
     ax.scatter([0], [0], s=80, color="tab:green", zorder=3)
     ax.annotate("prompt\n0.000", (0, 0), **text_style)
-    parent_y = [0.0]  # y of each kept beam of the previous step, best first
-    for step, nodes in enumerate(tree, start=1):
+    parent_y = [0.0]  # y of each kept candidate of the previous step, best first
+    for step, (candidates, _, _) in enumerate(history, start=1):
+        top = candidates.topk(min(children, candidates.shape[-1]), dim=-1)
+        nodes = [
+            (beam, token, score)
+            for beam, (scores, tokens) in enumerate(zip(top.values.tolist(), top.indices.tolist()))
+            for score, token in zip(scores, tokens)
+        ]
+        index = {pair: i for i, pair in enumerate(kept[step - 1])}
+        if not set(index) <= {(beam, token) for beam, token, _ in nodes}:
+            raise ValueError(f"step {step} kept a candidate outside each beam's {children} best: raise children")
         ys = [3 - 6 * i / max(len(nodes) - 1, 1) for i in range(len(nodes))]
-        kept_nodes = []
-        for (parent, token, score, kept), y in zip(nodes, ys):
-            color = "tab:green" if kept else "lightgray"
-            ax.plot([step - 1, step], [parent_y[parent], y], color=color, linewidth=2 if kept else 1, zorder=1 + kept)
-            ax.scatter([step], [y], s=80 if kept else 30, color=color, zorder=3)
-            ax.annotate(f"{label(token)}  {score:.3f}", (step, y), color="black" if kept else "gray", **text_style)
-            if kept:
-                kept_nodes.append((score, y))
-        parent_y = [y for score, y in sorted(kept_nodes, key=lambda node: -node[0])]
-    ax.plot([], [], color="tab:green", linewidth=2, label=f"kept: the {num_beams} best\ncandidates of the step")
+        next_y = [0.0] * len(kept[step - 1])
+        for (beam, token, score), y in zip(nodes, ys):
+            i = index.get((beam, token))
+            status = "pruned" if i is None else "alive" if i in alive[step - 1] else "dropped"
+            drawn = status != "pruned"
+            ax.plot([step - 1, step], [parent_y[beam], y], color=colors[status], linewidth=1 + drawn, zorder=1 + drawn)
+            ax.scatter([step], [y], s=80 if drawn else 30, color=colors[status], zorder=3)
+            ax.annotate(f"{label(token)}  {score:.3f}", (step, y), color="black" if drawn else "gray", **text_style)
+            if drawn:
+                next_y[i] = y
+        parent_y = next_y
+    num_beams = len(kept[0])
+    ax.plot(
+        [],
+        [],
+        color="tab:green",
+        linewidth=2,
+        label=f"kept (one of the step's {num_beams} best),\non a path to the last step",
+    )
+    ax.plot([], [], color="tab:orange", linewidth=2, label="kept, but no descendant\nsurvives to the last step")
     ax.plot([], [], color="lightgray", label="pruned")
-    ax.set_xticks(range(len(tree) + 1), ["prompt"] + [f"step {s}" for s in range(1, len(tree) + 1)])
-    ax.set_xlim(-0.3, len(tree) + 0.3)
+    ax.set_xticks(range(len(history) + 1), ["prompt"] + [f"step {s}" for s in range(1, len(history) + 1)])
+    ax.set_xlim(-0.3, len(history) + 0.3)
     ax.set_ylim(-3.5, 3.8)
     ax.set_yticks([])
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"Beam search with {num_beams} beams: {shown} and log P(sequence)")
+    ax.set_title(f"Beam search with {num_beams} beams: each beam's {children} best next tokens and log P(sequence)")
     ax.set_xlabel("decoding step")
     return ax
