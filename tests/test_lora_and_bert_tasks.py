@@ -1,4 +1,4 @@
-"""scratch.finetuning: LoRA, BIO labels and spans, span scores, gazetteer labels, sentence pairs (lecture 7)."""
+"""scratch.lora, bert_tasks and metrics: LoRA, BIO labels and spans, span scores, gazetteer labels, sentence pairs."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""scratch.tasks: number words checked by hand, the translation data set, the character data set."""
+"""scratch.number_words and corpora: number words checked by hand, the translation and character data sets."""
 
 import random
 
