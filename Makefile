@@ -65,7 +65,7 @@ $(KERNEL): $(STAMP) lib/scratch/kernel.py lib/scratch/numerics.py
 # installing it changes no pin. Its JupyterLab menus and server extensions stay off: grading runs from the command
 # line, and the JupyterLab students open stays as it is.
 $(GRADING): $(STAMP) requirements-grading.lock
-	@$(PYTHON) tools/lock_grading.py --check
+	@$(PYTHON) tools/lock_addon.py grading --check
 	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements-grading.lock
 	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader @jupyter-notebook/lab-extension
 	for extension in formgrader validate_assignment assignment_list course_list; do \
@@ -77,7 +77,7 @@ $(GRADING): $(STAMP) requirements-grading.lock
 # package-lock.json holds every file's integrity hash). `make test` runs a real hub with both (tests/test_hub.py)
 # and checks the image's build plan with repo2docker (tests/test_binder.py).
 $(HUB): $(STAMP) $(GRADING) requirements-hub.lock
-	@$(PYTHON) tools/lock_hub.py --check
+	@$(PYTHON) tools/lock_addon.py hub --check
 	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements-hub.lock
 	touch $@
 
@@ -199,8 +199,8 @@ lock:
 # After editing requirements-grading.txt (or requirements.lock): resolve nbgrader with every package of
 # requirements.lock held at its locked version and rewrite requirements-grading.lock (needs uv: pip install uv).
 lock-grading:
-	$(PYTHON) tools/lock_grading.py
+	$(PYTHON) tools/lock_addon.py grading
 
 # After editing requirements-hub.txt (or one of the two locks): the same for JupyterHub, nbgitpuller and repo2docker.
 lock-hub:
-	$(PYTHON) tools/lock_hub.py
+	$(PYTHON) tools/lock_addon.py hub

@@ -107,6 +107,6 @@ def test_a_local_build_leaves_out_what_the_image_makes_itself():
 
 def test_the_hub_lock_is_current():
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "lock_hub.py"), "--check"], capture_output=True, text=True
+        [sys.executable, str(ROOT / "tools" / "lock_addon.py"), "hub", "--check"], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
