@@ -9,7 +9,8 @@ Either way Chromium aborts and records any request that leaves 127.0.0.1.
 Two students log in at once (separate browser contexts), each opens the nbgitpuller link the README gives for
 handing out a lecture (from a local git repository holding it, since the test has no network), and runs the
 lecture's first code cells in the notebook's own kernel. On the pinned path their printed outputs must equal
-the committed ones; on any machine no cell may fail. Then the hub stops and takes the servers with it.
+the committed ones; on any machine no cell may fail. Then the hub stops and takes the servers with it; their
+kernels must follow within seconds.
 Screenshots go to build/hub-screenshots/ for a human to look at.
 """
 
@@ -38,6 +39,7 @@ USERS = ("student-a", "student-b")
 PASSWORD = "smoke-test"
 REPO_NAME = "transformers-from-scratch"
 BUDGET = 420  # seconds for the whole scenario, set-up and shut-down included
+KERNEL_GRACE = 15  # seconds a student's kernel may take to exit after its server has gone
 SCREENSHOTS = ROOT / "build" / "hub-screenshots"
 BIN = Path(sys.executable).parent
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -132,6 +134,14 @@ def our_processes(home: Path):
                 continue
 
 
+def command_line(pid: int) -> str:
+    """A process's command line, shortened, or '' once it has gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return ""
+
+
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     if CHROMIUM is None:
@@ -207,10 +217,22 @@ def hub(tmp_path_factory):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
-        left = list(our_processes(state / "home"))
+        # The hub stops each server with SIGINT; a server without a terminal exits on it without shutting its
+        # kernels down, and each kernel exits on its own once it sees its server gone (ipykernel polls every
+        # second). So the kernels get a few seconds; anything still running after that was left behind.
+        grace = time.monotonic() + KERNEL_GRACE
+        while (left := list(our_processes(state / "home"))) and time.monotonic() < grace:
+            time.sleep(0.25)
+        commands = {pid: command_line(pid) for pid in left}
         for pid in left:
-            os.kill(pid, signal.SIGKILL)
-        assert not left, f"the hub left {len(left)} of the students' processes running: {left}"
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        assert not left, (
+            f"{KERNEL_GRACE} s after the hub stopped, {len(left)} of the students' processes still ran: "
+            f"{commands}\nhub log:\n{log_tail()}"
+        )
         print(f"hub log:\n{log_tail()}")
 
 
