@@ -5,6 +5,10 @@ Markers (registered in pyproject.toml): `assets` needs the fetched models or dat
 assets or a real model is marked automatically.
 """
 
+import os
+import shutil
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -12,6 +16,34 @@ import scratch  # noqa: F401  (offline environment before transformers is import
 
 ASSET_FIXTURES = {"smollm2", "minilm", "gpt2_files", "moby_dick", "mlm"}
 SLOW_FIXTURES = {"smollm2", "minilm", "mlm", "tiny_t5"}  # a real model: seconds to load, more to run
+
+
+# Headless in a container: no sandbox, GPU or /dev/shm, and nothing fetched in the background.
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Chromium for the browser tests: its path ($CHROMIUM, else on PATH) and the flags to launch it with.
+    Where it is missing a browser test skips, except on CI, where it fails: CI must run them."""
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        message = (
+            "Chromium is not installed. Fix: `make setup` (installs it with apt-get), "
+            "or `sudo apt-get install -y chromium` (Debian/Ubuntu), or set CHROMIUM=/path/to/chromium"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message + " (CI must run the browser tests, not skip them)")
+        pytest.skip(message)
+    return SimpleNamespace(path=path, flags=CHROMIUM_FLAGS)
 
 
 def pytest_collection_modifyitems(items):

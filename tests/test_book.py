@@ -14,9 +14,7 @@ import html
 import importlib.util
 import io
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,16 +31,6 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("[0-9]*.ipynb"))
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SCREENSHOTS = ROOT / "build" / "book-screenshots"
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LOCAL_SCHEMES = ("file:", "data:", "about:", "blob:")
 
 
@@ -127,19 +115,11 @@ def book(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        message = (
-            "Chromium is not installed. Fix: `make setup` (installs it with apt-get), "
-            "or `sudo apt-get install -y chromium` (Debian/Ubuntu), or set CHROMIUM=/path/to/chromium"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message + " (CI must run the browser test, not skip it)")
-        pytest.skip(message)
+def browser(chromium):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        browser = playwright.chromium.launch(executable_path=chromium.path, args=chromium.flags)
         yield browser
         browser.close()
 

@@ -222,6 +222,20 @@ def entry(nb, href: str) -> dict:
     return {"title": title, "description": description, "href": href, "label": title.split(":")[0]}
 
 
+def write_page(exporter, nb, entries: list[dict], i: int, out: Path) -> Path:
+    """Write nb as the page of entries[i], with links to the contents and to its neighbours in entries."""
+    nb.metadata["title"] = entries[i]["title"]
+    book = {
+        "contents": "index.html",
+        "prev": entries[i - 1] if i > 0 else None,
+        "next": entries[i + 1] if i + 1 < len(entries) else None,
+    }
+    page = out / entries[i]["href"]
+    body, _ = exporter.from_notebook_node(nb, resources={"book": book, "metadata": {"name": page.stem}})
+    page.write_text(body, encoding="utf-8")
+    return page
+
+
 def build(src: Path, out: Path, exercises: Path | None = None) -> list[Path]:
     notebooks = lecture_notebooks(src)
     if not notebooks:
@@ -253,15 +267,7 @@ def build(src: Path, out: Path, exercises: Path | None = None) -> list[Path]:
                 raise SystemExit(f"{path.name} failed while the book executed it again:\n{error}") from None
         drop_claims(nb)
         replace_widget_views(nb)
-        nb.metadata["title"] = entries[i]["title"]
-        book = {
-            "contents": "index.html",
-            "prev": entries[i - 1] if i > 0 else None,
-            "next": entries[i + 1] if i + 1 < len(entries) else None,
-        }
-        body, _ = exporter.from_notebook_node(nb, resources={"book": book, "metadata": {"name": path.stem}})
-        page = out / f"{path.stem}.html"
-        page.write_text(body, encoding="utf-8")
+        page = write_page(exporter, nb, entries, i, out)
         pages.append(page)
         print(
             f"{page.name:36s} {time.perf_counter() - t0:6.1f} s {page.stat().st_size / 1e6:6.2f} MB"
@@ -269,16 +275,8 @@ def build(src: Path, out: Path, exercises: Path | None = None) -> list[Path]:
             flush=True,
         )
 
-    for i, (path, nb) in enumerate(editions):
-        nb.metadata["title"] = exercise_entries[i]["title"]
-        book = {
-            "contents": "index.html",
-            "prev": exercise_entries[i - 1] if i > 0 else None,
-            "next": exercise_entries[i + 1] if i + 1 < len(editions) else None,
-        }
-        body, _ = exporter.from_notebook_node(nb, resources={"book": book, "metadata": {"name": path.stem}})
-        page = out / exercise_entries[i]["href"]
-        page.write_text(body, encoding="utf-8")
+    for i, (_, nb) in enumerate(editions):
+        page = write_page(exporter, nb, exercise_entries, i, out)
         pages.append(page)
         print(f"{page.name:36s} the student edition", flush=True)
 
