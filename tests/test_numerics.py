@@ -115,3 +115,45 @@ def test_install_writes_the_kernel_into_the_given_environment(tmp_path, monkeypa
     assert spec["env"] == numerics.PINNED_ENV
     assert Path(spec["argv"][0]).is_absolute()  # this environment's Python, whichever Jupyter starts it
     assert spec["argv"][1:3] == ["-m", "ipykernel_launcher"]
+
+
+AMD_CPUINFO = (
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7763 64-Core Processor\nflags\t\t: avx2 fma\n"
+)
+INTEL_CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t: avx2\n"
+
+
+def test_cpu_vendor_and_model_are_read_from_cpuinfo():
+    assert numerics.cpu_vendor(AMD_CPUINFO) == "AuthenticAMD"
+    assert numerics.cpu_model(AMD_CPUINFO) == "AMD EPYC 7763 64-Core Processor"
+    assert numerics.cpu_vendor(INTEL_CPUINFO) == "GenuineIntel"
+    assert numerics.cpu_vendor("processor\t: 0\n") == ""
+    here = numerics.this_machine()
+    assert set(here) == {"cpu_vendor", "cpu_model", "numeric_path"}
+    assert here["numeric_path"] == ("pinned" if numerics.cpu_supports_pinned_path() else "unpinned")
+
+
+def machine(vendor, path="pinned"):
+    return {"cpu_vendor": vendor, "cpu_model": f"a {vendor} CPU", "numeric_path": path}
+
+
+def notebook(made_on, tags_per_code_cell):
+    """A notebook as json reads it: a markdown cell first (nbval numbers code cells only), then the code cells."""
+    cells = [{"cell_type": "markdown", "metadata": {"tags": ["cpu-sensitive"]}, "source": "not a code cell"}]
+    cells += [{"cell_type": "code", "metadata": {"tags": tags}, "source": ""} for tags in tags_per_code_cell]
+    metadata = {"kernelspec": {"name": "scratch"}}
+    if made_on is not None:
+        metadata["scratch"] = {"outputs_made_on": made_on}
+    return {"cells": cells, "metadata": metadata}
+
+
+def test_sensitive_cells_are_checked_by_claims_only_on_another_vendor():
+    tags = [[], ["cpu-sensitive"], ["claims"], ["cpu-sensitive", "nbval-ignore-output"], []]
+    intel, amd = machine("GenuineIntel"), machine("AuthenticAMD")
+    assert numerics.cells_checked_by_claims(notebook(intel, tags), intel) == []  # the machine that made them
+    assert numerics.cells_checked_by_claims(notebook(intel, tags), amd) == [1, 3]  # code cells 1 and 3 only
+    assert numerics.cells_checked_by_claims(notebook(amd, tags), intel) == [1, 3]
+    assert numerics.cells_checked_by_claims(notebook(None, tags), intel) == [1, 3]  # unrecorded: no promise
+    assert numerics.cells_checked_by_claims(notebook(machine(""), tags), machine("")) == [1, 3]  # unknown vendors
+    assert numerics.cells_checked_by_claims(notebook(intel, tags), machine("GenuineIntel", "native")) == [1, 3]
+    assert numerics.cells_checked_by_claims(notebook(intel, [[], []]), amd) == []  # nothing tagged: all strict

@@ -23,6 +23,16 @@ Why one thread: the course's models are small, so a second thread buys little, a
 each other on a busy machine (a shared server, a laptop running other work) can make a step many times
 slower. One thread per notebook is fast everywhere; `make test` runs two notebooks at once instead.
 
+What the pinned path cannot pin: the CPU vendor. MKL's vector-math `sqrt` (which `torch.sqrt`, `x ** 0.5` and the
+for-loop and foreach Adam/AdamW call) is not correctly rounded on MKL's COMPATIBLE branch, and it rounds otherwise on
+AMD than on Intel, whatever MKL_CBWR says; every other operation the trainings use computes the same bits on both
+(`tools/fingerprints.py` compares two machines operation by operation). The course's trainings therefore run Adam
+fused (`fused=True`), whose update uses the processor's own square root (IEEE-exact on every x86-64 CPU) instead of
+MKL's. Where a stored output still depends on every bit of a training run, its cell carries the tag `cpu-sensitive`
+(`tools/sensitive_cells.py` finds them): `make outputs` records in each notebook's metadata which CPU made its
+outputs (`this_machine`), and `make test` compares those cells digit for digit only on a CPU of the same vendor; on
+another vendor they are checked by their claims (`cells_checked_by_claims`). Every other cell stays strict.
+
 The fast kernel (`scratch.kernel`, "Transformers from Scratch (fast)") takes the native path instead: the
 variables above removed, the CPU's best kernels, and as many threads as the cores this process may use
 (`usable_cores`). It is for students who do not need the stored digits; `SCRATCH_NUMERICS=native` marks it,
@@ -187,3 +197,80 @@ def problems() -> list[str]:
 def nbval_mode() -> str:
     """'strict' where the stored outputs hold (the pinned path), 'lax' elsewhere."""
     return "strict" if cpu_supports_pinned_path() else "lax"
+
+
+SENSITIVE_TAG = "cpu-sensitive"  # a cell whose stored output depends on every bit of a training run
+METADATA_KEY = "scratch"  # the notebook metadata's {"outputs_made_on": this_machine()} of the run that made its outputs
+
+
+def _cpuinfo_field(name: str, text: str | None = None) -> str:
+    if text is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == name:
+            return value.strip()
+    return ""
+
+
+def cpu_vendor(cpuinfo: str | None = None) -> str:
+    """The CPU's vendor as the processor names itself ('GenuineIntel', 'AuthenticAMD', 'Apple', ...); '' if unknown."""
+    if sys.platform.startswith("linux") or cpuinfo is not None:
+        return _cpuinfo_field("vendor_id", cpuinfo) or _cpuinfo_field("CPU implementer", cpuinfo)
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.vendor"], capture_output=True, text=True, timeout=5
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        return out or ("Apple" if platform.machine() == "arm64" else "")
+    if sys.platform == "win32":
+        identifier = os.environ.get("PROCESSOR_IDENTIFIER", "")
+        return identifier.rsplit(",", 1)[-1].strip() if "," in identifier else ""
+    return ""
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU's model name ('Intel(R) Xeon(R) Processor', 'AMD EPYC 7763 64-Core Processor', ...); '' if unknown."""
+    if sys.platform.startswith("linux") or cpuinfo is not None:
+        return _cpuinfo_field("model name", cpuinfo)
+    return platform.processor()
+
+
+def this_machine() -> dict[str, str]:
+    """What a notebook's metadata records of the machine that made its outputs (and `make test` compares)."""
+    return {
+        "cpu_vendor": cpu_vendor(),
+        "cpu_model": cpu_model(),
+        "numeric_path": "native" if native_requested() else ("pinned" if cpu_supports_pinned_path() else "unpinned"),
+    }
+
+
+def outputs_made_on(notebook: dict) -> dict | None:
+    """The machine record `make outputs` wrote into a notebook (a dict as json or nbformat reads it); None if none."""
+    return notebook.get("metadata", {}).get(METADATA_KEY, {}).get("outputs_made_on")
+
+
+def digits_comparable(made_on: dict | None, here: dict) -> bool:
+    """Can the `cpu-sensitive` outputs made on `made_on` be compared digit for digit here? Only on the pinned path,
+    on a CPU of the same vendor (an unrecorded or unknown vendor counts as another)."""
+    return bool(
+        made_on
+        and made_on.get("numeric_path") == "pinned"
+        and here.get("numeric_path") == "pinned"
+        and made_on.get("cpu_vendor")
+        and made_on.get("cpu_vendor") == here.get("cpu_vendor")
+    )
+
+
+def cells_checked_by_claims(notebook: dict, here: dict) -> list[int]:
+    """The code cells (numbered as nbval numbers them: code cells only, from 0) whose stored outputs `make test`
+    does not compare on this machine: the `cpu-sensitive` ones, where the outputs came from another CPU vendor."""
+    code_cells = [cell for cell in notebook.get("cells", []) if cell.get("cell_type") == "code"]
+    if digits_comparable(outputs_made_on(notebook), here):
+        return []
+    return [i for i, cell in enumerate(code_cells) if SENSITIVE_TAG in cell.get("metadata", {}).get("tags", [])]
