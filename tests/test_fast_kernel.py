@@ -7,6 +7,7 @@ neither pin anything nor warn, whichever comes first, torch or scratch.
 """
 
 import json
+import os
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -59,8 +60,10 @@ def test_the_fast_kernel_spec_starts_through_run_fast():
 
 
 @pytest.mark.slow
-def test_a_started_fast_kernel_runs_natively_on_every_usable_core():
-    """Started from this test process, which the root conftest pinned: the kernel must drop that."""
+def test_a_started_fast_kernel_runs_natively_on_every_usable_core(monkeypatch):
+    """Started from this test process, which the root conftest pinned: the kernel must drop that, and keep the rest
+    of the environment it was started with (`make test-fast` sets SCRATCH_CLAIMS=strict for it)."""
+    monkeypatch.setenv("SCRATCH_CLAIMS", "strict")
     try:
         KernelSpecManager().get_kernel_spec(kernel.FAST_KERNEL_NAME)
     except NoSuchKernel:
@@ -91,5 +94,7 @@ def test_a_started_fast_kernel_runs_natively_on_every_usable_core():
     for variable in set(numerics.PINNED_ENV) - {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}:
         assert variable not in reply["env"], f"the fast kernel kept {variable}={reply['env'][variable]}"
     assert reply["child"] == "None", "a process the fast kernel starts must not pin itself"
+    for variable in ("SCRATCH_CLAIMS", "PATH"):
+        assert reply["env"].get(variable) == os.environ[variable], f"the fast kernel lost {variable}"
     if numerics.cpu_supports_pinned_path() and "avx512f" in numerics.cpu_flags():
         assert reply["capability"] != "AVX2", "the fast kernel should use this CPU's AVX-512 kernels"

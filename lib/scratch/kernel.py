@@ -65,8 +65,9 @@ def install(prefix: str | os.PathLike = sys.prefix, fast: bool = False) -> Path:
 
 def run_fast(argv: list[str]) -> None:
     """Start an IPython kernel on the native path (what the fast kernel's spec runs), with ipykernel's arguments."""
+    native = numerics.native_environment(dict(os.environ))  # read before the clear below, which would empty it
     os.environ.clear()
-    os.environ.update(numerics.native_environment(dict(os.environ)))
+    os.environ.update(native)
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]  # as ipykernel_launcher does; IPython puts the notebook's folder back
     from ipykernel import kernelapp  # imported here: only after the environment above is set for the native path
