@@ -155,10 +155,13 @@ unit: setup
 # Re-execute notebooks top to bottom in a fresh kernel and store the outputs nbval compares against
 # (all of them, JOBS at a time, or one: make outputs NB=notebooks/01_tokenization.ipynb); nbstripout then drops
 # volatile metadata and the outputs of cells marked keep_output: false.
+# tools/outputs_machine.py warns first where the outputs came from another CPU vendor, and records this machine after.
 outputs: setup
+	$(BIN)/python tools/outputs_machine.py check $(NB)
 	printf '%s\n' $(NB) | xargs -P $(JOBS) -I{} \
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 --NotebookExporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor {}
 	$(BIN)/nbstripout --keep-output --keep-count $(NB)
+	$(BIN)/python tools/outputs_machine.py record $(NB)
 
 # Grading a term with nbgrader (README, "Using it in class"; tools/grading.py, nbgrader_config.py) in the course
 # folder build/grading. ASSIGNMENT is one lecture's exercises (03_attention); FROM, the folder of its submissions.

@@ -315,8 +315,8 @@ def train(
     eval_fn(model)         a float, e.g. the validation loss; called every eval_every steps (default: 10
                            times per run) and after the last one. on_eval(history) runs right after it (print
                            samples, redraw a plot). Both run in eval mode and without gradients.
-    optimizer              default AdamW(lr, betas, weight_decay) on decay_groups(model). The schedule (warm-up,
-                           then cosine to min_lr_factor · lr) scales each parameter group's initial lr.
+    optimizer              default AdamW(lr, betas, weight_decay, fused=True) on decay_groups(model). The schedule
+                           (warm-up, then cosine to min_lr_factor · lr) scales each parameter group's initial lr.
     grad_clip              rescale the gradient when its norm exceeds this (None: never).
     device                 default pick_device(); the model is moved there.
     seed                   scratch.seed_everything(seed) first, so the same seed and the same model give the
@@ -333,7 +333,8 @@ def train(
     device = pick_device() if device is None else torch.device(device)
     model.to(device)
     if optimizer is None:
-        optimizer = torch.optim.AdamW(decay_groups(model, weight_decay), lr=lr, betas=betas)
+        # fused: the update in one kernel per tensor, whose square root is the CPU's own (scratch.numerics)
+        optimizer = torch.optim.AdamW(decay_groups(model, weight_decay), lr=lr, betas=betas, fused=True)
     run = Run(
         model,
         optimizer,
