@@ -5,6 +5,7 @@ A module imports only modules above it in this table (tests/test_package.py hold
     validate       the argument checks the modules share, at the doors: constructors, models' forward, generate
     numerics       one numeric path on every x86-64 machine (the course kernel's pinned CPU kernels and threads)
     kernel         the course's Jupyter kernel, which pins that path
+    claims         the lectures' claim checks: a false claim fails a test run and prints a note for a student
     rdata          R's serialization format, read without R (Jane Austen's novels)
     assets         where the pretrained models and the data live: fetched from registries, verified
     tokenization   characters, words and byte-level BPE (lecture 1)
