@@ -17,7 +17,10 @@ recorded in gradebook.db).
 or .zip archives of them, as a learning platform exports them) to downloaded/NN_topic/archive/ and runs
 `nbgrader zip_collect`; on a shared JupyterHub with nbgrader's exchange, `nbgrader collect NN_topic` does the
 same. `autograde` runs each submission top to bottom in a fresh kernel with the set-up and check cells restored
-from the source (`nbgrader autograde --create`: students not yet in the gradebook are added). `feedback` writes
+from the source (`nbgrader autograde --create`: students not yet in the gradebook are added), then writes the tamper
+report (tools/tamper.py): tamper_report.csv in the course folder lists, per student and exercise, each line of the
+student's own cells that reaches into the checking machinery or around a method rule, and a note at the top of each
+flagged student's autograded notebook carries it into their feedback; scores stay as autograded. `feedback` writes
 feedback/<student>/NN_topic/NN_topic.html (each check's output, hints included) and exports every score to
 grades.csv in the course folder.
 """
@@ -25,6 +28,7 @@ grades.csv in the course folder.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -35,6 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
 COURSE = ROOT / "build" / "grading"
+_spec = importlib.util.spec_from_file_location("tamper", Path(__file__).resolve().parent / "tamper.py")
+tamper = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tamper)
 
 
 def assignments(source: Path = EXERCISES) -> list[str]:
@@ -87,8 +94,16 @@ def collect(assignment: str, folder: Path, root: Path = COURSE) -> None:
     nbgrader("zip_collect", assignment, "--force", root=root)
 
 
-def autograde(assignment: str, root: Path = COURSE) -> None:
+def autograde(assignment: str, root: Path = COURSE) -> Path:
+    """Run and score every submission, then write the tamper report; the report's path."""
     nbgrader("autograde", assignment, "--create", "--force", root=root)
+    path, rows = tamper.report(assignment, root)
+    flagged = sorted({row["student"] for row in rows})
+    print(f"tamper report: {len(rows)} line(s) of {len(flagged)} student(s) flagged in {path}", flush=True)
+    for student in flagged:
+        exercises = sorted({row["exercise"] for row in rows if row["student"] == student})
+        print(f"  {student}: {', '.join(exercises)} (scores unchanged: read these lines and decide)", flush=True)
+    return path
 
 
 def feedback(assignment: str, root: Path = COURSE) -> Path:
