@@ -92,6 +92,52 @@ def test_runs_as_a_module_and_finds_the_test_environment_ready():
     assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)
 
 
+# `python -m scratch.check` under an import blocker: a finder ahead of all others refuses the named packages, as on a
+# machine where they are not installed (their metadata stays, so only the checks that import them can notice).
+BLOCKED_RUN = """
+import runpy, sys
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+sys.meta_path.insert(0, NotInstalled())
+runpy.run_module("scratch.check", run_name="__main__", alter_sys=True)
+"""
+
+
+def run_check(*python_args):
+    result = subprocess.run(
+        [sys.executable, *python_args], capture_output=True, text=True, cwd=assets.ROOT, timeout=120
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stdout.splitlines()
+    fails = [(line, fix) for line, fix in zip(lines, lines[1:] + [""]) if line.startswith("FAIL")]
+    for line, fix in fails:
+        assert fix.startswith("      fix: "), f"{line!r} has no fix"
+    assert result.returncode == 1 and fails, result.stdout
+    return [line for line, _ in fails]
+
+
+def test_reports_a_torch_that_cannot_be_imported_instead_of_crashing():
+    fails = run_check("-c", BLOCKED_RUN.format(blocked={"torch"}))
+    assert [line for line in fails if "cannot import torch" in line] == [
+        "FAIL  the checkpoints in data/checkpoints/ not checked: cannot import torch (No module named 'torch')"
+    ]
+
+
+def test_reports_every_missing_package_on_a_bare_python():
+    """Only the standard library (no site-packages: -S), the course's package found from its source folder."""
+    code = f"import runpy, sys; sys.path.insert(0, {str(assets.ROOT / 'lib')!r}); " + (
+        "runpy.run_module('scratch.check', run_name='__main__', alter_sys=True)"
+    )
+    fails = run_check("-I", "-S", "-c", code)
+    assert "FAIL  torch not installed (pinned 2.13.0)" in fails
+    for missing in ("torch", "packaging", "jupyter_client"):
+        assert any(f"cannot import {missing} " in line for line in fails), missing
+
+
 def test_kernel_check_names_a_missing_or_unpinned_kernel(monkeypatch):
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKernel
 

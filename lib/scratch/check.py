@@ -7,6 +7,10 @@ nbgrader and the packages requirements-grading.lock adds for it (one line), ever
 (re-hashed from disk, never downloaded here), the checkpoints the course ships in data/checkpoints/, the course's
 Jupyter kernel (which pins the numeric path, `scratch.numerics`), and the Chromium the book's browser test drives.
 Exit code 1 if anything failed.
+
+It runs where packages are missing, the case it exists to report: it imports torch (through scratch.checkpoints),
+packaging and jupyter_client only inside the checks that need them, and a check whose import fails is a FAIL line
+naming the missing package, with the fix.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from scratch import assets, checkpoints, kernel, numerics
+from scratch import assets, kernel, numerics
 
 REQUIREMENTS = assets.ROOT / "requirements.txt"
 LOCK = assets.ROOT / "requirements.lock"
@@ -134,7 +138,17 @@ def check_asset(key: str) -> tuple[bool, str, str]:
     return status == "OK", what, assets.FIX_ALL
 
 
+def check_checkpoints() -> list[tuple[bool, str, str]]:
+    """One line per checkpoint folder in data/checkpoints/."""
+    from scratch import checkpoints  # imported here: it imports torch, which this module must report missing, not need
+
+    folder = checkpoints.CHECKPOINT_DIR
+    return [check_checkpoint(p.name) for p in sorted(folder.iterdir()) if p.is_dir()] if folder.is_dir() else []
+
+
 def check_checkpoint(name: str) -> tuple[bool, str, str]:
+    from scratch import checkpoints  # imported here: see check_checkpoints
+
     try:
         checkpoints.checkpoint_dir(name)
     except assets.AssetError as error:
@@ -163,16 +177,26 @@ def check_chromium() -> tuple[bool, str, str]:
     return path is not None, f"chromium ({path or 'not found'})", FIX_CHROMIUM
 
 
+def unless_a_package_is_missing(what: str, check, *args) -> list[tuple[bool, str, str]]:
+    """check(*args) as a list of lines; where it cannot import a package, one FAIL line that names the package."""
+    try:
+        result = check(*args)
+    except ImportError as error:
+        missing = getattr(error, "name", None) or str(error)
+        return [(False, f"{what} not checked: cannot import {missing} ({error})", FIX_PACKAGES)]
+    return result if isinstance(result, list) else [result]
+
+
 def all_checks() -> list[tuple[bool, str, str]]:
     pinned = pinned_packages()
-    results = [check_python(), check_lock()]
+    results = [check_python()]
+    results += unless_a_package_is_missing("requirements.lock against requirements.txt", check_lock)
     results += [check_package(name, version) for name, version in pinned.items()]
-    results.append(check_locked_dependencies(pinned))
-    results.append(check_grading())
+    results += unless_a_package_is_missing("the other packages of requirements.lock", check_locked_dependencies, pinned)
+    results += unless_a_package_is_missing("nbgrader (requirements-grading.lock)", check_grading)
     results += [check_asset(key) for key in assets.all_assets()]
-    if checkpoints.CHECKPOINT_DIR.is_dir():
-        results += [check_checkpoint(p.name) for p in sorted(checkpoints.CHECKPOINT_DIR.iterdir()) if p.is_dir()]
-    results.append(check_kernel())
+    results += unless_a_package_is_missing("the checkpoints in data/checkpoints/", check_checkpoints)
+    results += unless_a_package_is_missing(f"Jupyter kernel {kernel.KERNEL_NAME!r}", check_kernel)
     results.append(check_chromium())
     return results
 
