@@ -23,10 +23,6 @@ MAX_CODE_LINES = 350
 MAX_CELL_LINES = 30
 MAX_ASSERTS = 20
 
-# Lectures still being edited down to the budget, each with the issue that does it. An entry must go as soon as its
-# lecture fits (test_exceptions_are_still_needed), and none may remain when both editing issues are resolved.
-OVER_BUDGET: dict[str, str] = {}
-
 
 def source(cell):
     return "".join(cell["source"])
@@ -77,20 +73,11 @@ def test_there_are_lectures():
 
 @by_lecture
 def test_lecture_fits_one_sitting(path):
-    if path.stem in OVER_BUDGET:
-        pytest.skip(f"{path.stem} is being edited to the budget ({OVER_BUDGET[path.stem]})")
     problems = over_budget(path)
     assert not problems, (
         f"{path.name} is longer than one sitting: {', '.join(problems)}; cut, move a claim check into a collapsed "
         "cell tagged 'claims', or move a section into an optional notebook"
     )
-
-
-@pytest.mark.parametrize("stem", sorted(OVER_BUDGET))
-def test_exceptions_are_still_needed(stem):
-    path = ROOT / "notebooks" / f"{stem}.ipynb"
-    assert path.exists(), f"OVER_BUDGET names {stem}, which is not a lecture notebook"
-    assert over_budget(path), f"{stem} fits the budget now: remove it from OVER_BUDGET"
 
 
 @by_lecture

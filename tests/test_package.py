@@ -35,12 +35,18 @@ def test_the_table_of_contents_lists_every_module_once():
     assert sorted(ORDER) == sorted(modules())
 
 
+def upward_imports(graph: dict[str, set[str]], order: list[str]) -> list[str]:
+    """Each import in graph ({module: the modules it imports}) of a module that is not above the importer in order."""
+    return [
+        f"{name} imports {imported}, which does not come before it in scratch/__init__.py's table"
+        for name, imported_modules in sorted(graph.items())
+        for imported in sorted(imported_modules)
+        if order.index(imported) >= order.index(name)
+    ]
+
+
 def test_no_module_imports_one_below_it_in_the_course():
-    upward = []
-    for name, tree in modules().items():
-        for imported in scratch_imports(tree):
-            if ORDER.index(imported) >= ORDER.index(name):
-                upward.append(f"{name} imports {imported}, which comes later in scratch/__init__.py's table")
+    upward = upward_imports({name: scratch_imports(tree) for name, tree in modules().items()}, ORDER)
     assert not upward, "\n".join(upward)
 
 
@@ -63,6 +69,20 @@ def test_imports_stand_at_the_top_unless_a_comment_says_why():
     assert not hidden, "imports inside functions without a reason:\n" + "\n".join(hidden)
 
 
-def test_the_chain_test_would_catch_a_cycle(tmp_path):
+def test_the_chain_test_catches_an_upward_import_a_cycle_and_a_self_import():
+    order = ["tokenization", "attention", "blocks", "models"]
+    one_way = {"tokenization": set(), "attention": set(), "blocks": {"attention"}, "models": {"blocks", "attention"}}
+    assert upward_imports(one_way, order) == []
+    # attention imports models, which is below it: an upward import, and with models -> attention a cycle
+    upward = {**one_way, "attention": {"models"}}
+    assert upward_imports(upward, order) == [
+        "attention imports models, which does not come before it in scratch/__init__.py's table"
+    ]
+    assert upward_imports({**one_way, "blocks": {"blocks"}}, order) == [
+        "blocks imports blocks, which does not come before it in scratch/__init__.py's table"
+    ]
+
+
+def test_the_chain_test_sees_imports_inside_functions():
     tree = ast.parse("from scratch.sampling import generate\n\ndef f():\n    from scratch import models\n")
     assert scratch_imports(tree) == {"sampling", "models"}

@@ -2,7 +2,6 @@
 the training text, streaming encode, bad input."""
 
 import json
-import os
 import random
 import string
 import tracemalloc
@@ -480,16 +479,14 @@ def test_chunk_cache_is_bounded(monkeypatch):
     assert ids == tokenizer.encode(text) and tokenizer.decode(ids) == text
 
 
-def write_generated_text(path, n_bytes, documents, numbers=False, seed=0):
+def write_generated_text(path, n_bytes, documents, seed=0):
     """Documents (Moby-Dick paragraphs in random order, one per line) joined by the marker: about n_bytes of
-    UTF-8. With numbers=True each document gets a line of random numbers, so that new chunks keep coming."""
+    UTF-8."""
     rng = random.Random(seed)
     written = 0
     with open(path, "w", encoding="utf-8") as f:
         while written < n_bytes:
             document = rng.choice(documents)
-            if numbers:
-                document += "\n" + " ".join(str(rng.randrange(10**6)) for _ in range(8))
             piece = f"{document}\n{EOT}\n"
             f.write(piece)
             written += len(piece.encode("utf-8"))
@@ -523,20 +520,6 @@ def test_encode_iterable_memory_stays_flat(stream_tokenizer, documents, tmp_path
         n_ids, peaks[n_bytes] = streamed_peak_memory(stream_tokenizer, path)
         assert n_ids > n_bytes / 5
     assert peaks[800_000] < 1.2 * peaks[100_000] and peaks[800_000] < 200_000, peaks  # bytes; the file: 800 kB
-
-
-@pytest.mark.skipif(os.environ.get("SCRATCH_SLOW_TESTS") != "1", reason="minutes: set SCRATCH_SLOW_TESTS=1")
-def test_encode_iterable_100_mb_file(stream_tokenizer, documents, tmp_path):
-    """Everything counted: a cold cache that fills up (new numbers keep coming) and the stream's buffer.
-
-    Measured once (2 shared cores): 100 MB, 60,316,705 ids, peak 6.7 MB of Python memory, 20 minutes under
-    tracemalloc; the 0.1 and 0.8 MB files of test_encode_iterable_memory_stays_flat peak at 94 kB each."""
-    path = tmp_path / "100mb.txt"
-    n_bytes = write_generated_text(path, 100_000_000, documents, numbers=True)
-    stream_tokenizer._cache.clear()
-    n_ids, peak = streamed_peak_memory(stream_tokenizer, path)
-    print(f"\n{n_bytes / 1e6:.0f} MB streamed: {n_ids:,} ids, peak Python memory {peak / 1e6:.1f} MB")
-    assert peak < 16_000_000  # the default chunk cache (2**15 chunks) and one buffer; the file is 100 MB
 
 
 def test_untrained_bpe_is_a_byte_tokenizer():
