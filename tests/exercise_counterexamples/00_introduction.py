@@ -358,3 +358,135 @@ def linear_recurrence(a, b):
 """,
     },
 }
+
+# Written fresh for issue 34, one or more per kind: (a) an argument ignored, (b) a dtype or shape the statement covers
+# mishandled, (c) an edge case, (d) the method rule dodged by another path, (e) tampering after the set-up (returned
+# objects whose == always agrees, torch's or the built-ins' functions rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(b) the logits in half precision, whatever their dtype": """
+def perplexity(logits, targets):
+    log_probs = torch.log_softmax(logits.half(), dim=-1)
+    return math.exp(-log_probs[torch.arange(len(targets)), targets].float().mean().item())
+""",
+        "(e) an always-equal float, with torch.allclose, math.isclose and builtins.abs rebound": """
+import builtins
+
+class Always(float):
+    def __eq__(self, other):
+        return True
+
+    def __sub__(self, other):
+        return Always(0.0)
+
+    __rsub__ = __sub__
+
+    def __abs__(self):
+        return Always(0.0)
+
+    def __lt__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+torch.allclose = lambda *args, **kwargs: True
+math.isclose = lambda *args, **kwargs: True
+builtins.abs = lambda x: 0.0
+
+def perplexity(logits, targets):
+    return Always(1.0)
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(a) n ignored after the first step: two steps at most": """
+def bptt_gradient(W, n):
+    grad = torch.ones(W.shape[0], dtype=W.dtype)
+    for _ in range(min(n, 2)):
+        grad = W.T @ grad
+    return grad
+""",
+        "(e) a tensor subclass whose comparisons always agree, with torch.allclose rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+torch.allclose = lambda *args, **kwargs: True
+
+def bptt_gradient(W, n):
+    return torch.ones(W.shape[0], dtype=W.dtype).as_subclass(Agreeable)
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(d) one call of model.forward per continuation token": """
+def continuation_log_prob(model, prompt, continuation):
+    total = 0.0
+    ids = prompt
+    for token in continuation[0]:
+        with torch.no_grad():
+            logits = model.forward(ids).logits[0, -1]
+        total += torch.log_softmax(logits, dim=-1)[token].item()
+        ids = torch.cat([ids, token.view(1, 1)], dim=1)
+    return total
+""",
+        "(e) forbid rebound in scratch.exercises, then transformers' loss": """
+import contextlib
+
+import scratch.exercises
+
+scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+
+def continuation_log_prob(model, prompt, continuation):
+    ids = torch.cat([prompt, continuation], dim=1)
+    labels = ids.clone()
+    labels[:, : prompt.shape[1]] = -100
+    with torch.no_grad():
+        return -model(ids, labels=labels).loss.item() * continuation.shape[1]
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(e) an always-equal tuple of ints": """
+class Always(tuple):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = tuple.__hash__
+
+def best_two_tokens(model, prompt):
+    return Always(((0, 0), 0.0))
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(c) products in log space: a weight of 0 or below gives nan": """
+def linear_recurrence(a, b):
+    log_a = a.log()
+    A, B = log_a.clone(), b.clone()
+    span = 1
+    while span < len(a):
+        B = torch.cat([B[:span], A[span:].exp() * B[:-span] + B[span:]])
+        A = torch.cat([A[:span], A[span:] + A[:-span]])
+        span *= 2
+    return B
+""",
+        "(b) the scan in float32 whatever the dtype of a": """
+def linear_recurrence(a, b):
+    A, B = a.float(), b.float()
+    span = 1
+    while span < len(a):
+        B = torch.cat([B[:span], A[span:] * B[:-span] + B[span:]])
+        A = torch.cat([A[:span], A[span:] * A[:-span]])
+        span *= 2
+    return B
+""",
+    }
+)
