@@ -68,7 +68,6 @@ GRADED = "03_attention"  # the lecture graded end to end: its checks need no mod
 NOT_YET_CONVERTED = {
     "01_tokenization",
     "02_embeddings",
-    "03_attention",
     "04_multi_head_attention",
     "05_transformer_block",
     "06_full_transformer",

@@ -424,3 +424,85 @@ def streaming_attention(Q, blocks):
 """,
     },
 }
+
+# Written fresh for issue 34, by kind: (b) a dtype the statement covers mishandled, (c) an edge case or a size the
+# statement covers (here: too slow for a row of 40 keys), (e) tampering after the set-up (returned objects whose ==
+# always agrees, torch's or the built-ins' functions rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(b) computed in float32 whatever the dtype: float64 scores beyond float32's range overflow": """
+def softmax(scores):
+    shifted = scores.float() - scores.float().max(dim=-1, keepdim=True).values
+    exp = shifted.exp()
+    return (exp / exp.sum(dim=-1, keepdim=True)).to(scores.dtype)
+""",
+        "(e) an always-equal tensor subclass, with torch.allclose and torch.isfinite rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "isfinite", "__eq__", "eq"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+torch.allclose = lambda *args, **kwargs: True
+torch.isfinite = lambda *args, **kwargs: torch.ones((), dtype=torch.bool)
+
+def softmax(scores):
+    return torch.zeros_like(scores).as_subclass(Agreeable)
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(b) scores and weights always in float64: float32 inputs come back as float64": """
+def left_padded_causal_attention(Q, K, V, lengths):
+    Q, K, V = Q.double(), K.double(), V.double()
+    n = Q.shape[-2]
+    position = torch.arange(n)
+    first_real = (n - lengths)[:, None, None]
+    query, key = position[None, :, None], position[None, None, :]
+    allowed = (key >= first_real) & (key <= query)
+    scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~allowed, -math.inf)
+    is_pad = query < first_real
+    weights = torch.softmax(scores.masked_fill(is_pad, 0.0), dim=-1).masked_fill(is_pad, 0.0)
+    return weights @ V, weights
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(c) every keep/drop mask enumerated: right, but 2^40 masks for a row of 40 keys": """
+import itertools
+
+def dropout_output_variance(weights, V, p):
+    if not 0 <= p < 1:
+        raise ValueError(p)
+    m = weights.shape[-1]
+    mean = second = torch.zeros_like(weights @ V)
+    for keep in itertools.product([0.0, 1.0], repeat=m):
+        mask = torch.tensor(keep, dtype=weights.dtype)
+        probability = (1 - p) ** mask.sum().item() * p ** (m - mask.sum().item())
+        out = (weights * mask / (1 - p)) @ V
+        mean, second = mean + probability * out, second + probability * out**2
+    return second - mean**2
+""",
+        "(e) builtins.all and torch.allclose rebound, an always-equal tensor returned": """
+import builtins
+
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+builtins.all = lambda iterable: True
+torch.allclose = lambda *args, **kwargs: True
+
+def dropout_output_variance(weights, V, p):
+    if not 0 <= p < 1:
+        raise ValueError(p)
+    return torch.zeros_like(weights @ V).as_subclass(Agreeable)
+""",
+    }
+)
