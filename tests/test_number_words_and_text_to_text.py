@@ -14,6 +14,7 @@ from scratch.number_words import (
     ONE_WORD_NUMBERS,
     Vocabulary,
     accuracy_by_length,
+    check_number,
     english_number,
     english_tokens,
     german_number,
@@ -174,6 +175,14 @@ def test_bad_numbers():
         english_number(-1)
     with pytest.raises(TypeError, match="must be an int"):
         german_number(2.0)
+    # an argument that bounds the numbers is named in the error, not called n
+    with pytest.raises(ValueError, match=r"max_number must be in 0\.\.999999, got 1000000"):
+        number_translation_dataset(max_number=1_000_000)
+    with pytest.raises(ValueError, match="max_number must be at least 0"):
+        text_to_text_example("translate English to German", random.Random(0), max_number=-1)
+    assert check_number(7) == 7
+    with pytest.raises(TypeError, match="count must be an int, got str"):
+        check_number("7", "count")
 
 
 def test_char_dataset():

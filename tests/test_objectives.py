@@ -1,5 +1,7 @@
-"""scratch.span_corruption: T5's noise mask measured over many samples, the corruption checked by hand and by
-reconstruction, shift_right against transformers' own."""
+"""T5's span corruption in scratch.objectives: the noise mask measured over many samples, the corruption checked by
+hand and by reconstruction, corrupt_ids on token ids, shift_right against transformers' own, bad input. (The
+module's BERT objectives, mask_tokens and label_first_pieces, are tested in test_bert.py and
+test_lora_and_bert_tasks.py.)"""
 
 import random
 import statistics

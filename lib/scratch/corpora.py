@@ -78,7 +78,7 @@ def spam_emails() -> list[dict]:
 
 def email_text(email: dict, max_chars: int | None = EMAIL_CHARS) -> str:
     """An e-mail as one line of text: subject and body, HTML tags dropped, whitespace collapsed, cut to
-    max_chars characters (None: all of it). `email` is a dict of scratch.assets.spam_emails()."""
+    max_chars characters (None: all of it). `email` is one of spam_emails()'s dicts."""
     text = re.sub(r"<[^>]*>", " ", f"{email['subject']} {email['text']}")
     text = " ".join(text.split())
     return text if max_chars is None else text[:max_chars]

@@ -6,6 +6,7 @@
     number_translation_dataset      English -> German number words as padded id tensors, train/val disjoint,
                                     every length (1..5 digits) equally common
     accuracy_by_length              exact-match counts split by the number of digits
+    check_number                    an argument that must be a number of the task (0..MAX_NUMBER), checked
 
 Why numbers: translating them needs real reordering (German says the units before the tens,
 "three-and-twenty"), a few irregular words (elf, zwölf, sechzehn, siebzehn, dreißig, "eins" vs "ein"),
@@ -89,9 +90,11 @@ ENGLISH_TOKENS = [*ENGLISH_UNITS, *ENGLISH_TENS[2:], "-", "hundred", "thousand"]
 GERMAN_TOKENS = [*GERMAN_UNITS, "ein", *GERMAN_TENS[2:], "und", "hundert", "tausend"]
 
 
-def _check_number(n) -> int:
-    if (n := validate.integer(n, "n", minimum=0)) > MAX_NUMBER:
-        raise ValueError(f"n must be in 0..{MAX_NUMBER}, got {n}")
+def check_number(n, name: str = "n") -> int:
+    """n as an int if it is one in 0..MAX_NUMBER (the numbers the task writes out), else a TypeError or ValueError
+    naming the argument `name`."""
+    if (n := validate.integer(n, name, minimum=0)) > MAX_NUMBER:
+        raise ValueError(f"{name} must be in 0..{MAX_NUMBER}, got {n}")
     return n
 
 
@@ -112,7 +115,7 @@ def _english_below_thousand(n: int, last: bool) -> list[str]:
 
 def _number_tokens(n: int, below_thousand, zero: str, thousand: str) -> list[str]:
     """n = thousands · 1000 + rest, in either language: below_thousand(thousands), thousand, below_thousand(rest)."""
-    if (n := _check_number(n)) == 0:
+    if (n := check_number(n)) == 0:
         return [zero]
     thousands, rest = divmod(n, 1000)
     tokens = below_thousand(thousands, last=False) + [thousand] if thousands else []
@@ -263,7 +266,7 @@ ONE_WORD_NUMBERS = [n for n in range(100) if len(english_tokens(n)) == 1]
 
 def number_length(n: int) -> int:
     """The number of decimal digits: 7 -> 1, 23456 -> 5 (0 has one digit)."""
-    return len(str(_check_number(n)))
+    return len(str(check_number(n)))
 
 
 def _numbers_of_length(digits: int, max_number: int) -> range:
@@ -289,7 +292,7 @@ def number_translation_dataset(
 
     tools/number_lengths.py trains lecture 6's model on both draws and compares them.
     """
-    max_number = _check_number(max_number)
+    max_number = check_number(max_number, "max_number")
     n_train, n_val = validate.integer(n_train, "n_train"), validate.integer(n_val, "n_val", minimum=0)
     if draw not in NUMBER_DRAWS:
         raise ValueError(f"draw must be one of {', '.join(map(repr, NUMBER_DRAWS))}, got {draw!r}")

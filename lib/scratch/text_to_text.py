@@ -27,7 +27,7 @@ import torch
 
 from scratch import corpora, validate
 from scratch.metrics import exact_match
-from scratch.number_words import MAX_NUMBER, _check_number, english_number, german_number
+from scratch.number_words import MAX_NUMBER, check_number, english_number, german_number
 from scratch.sampling import generate
 from scratch.training import eval_mode
 
@@ -86,7 +86,7 @@ def text_to_text_example(
     """
     _check_task(task)
     validate.choice(split, "split", corpora.SPLITS)
-    max_number = _check_number(max_number)
+    max_number = check_number(max_number, "max_number")
     if not isinstance(rng, random.Random):
         raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
     if task == CLASSIFY:
@@ -139,8 +139,9 @@ def text_to_text_dataset(
 def text_to_text_generate(
     model, tokenizer, sources: list[str], batch_size: int = 256, max_new_tokens: int = 48
 ) -> list[str]:
-    """Greedy answers of an encoder-decoder (a transformers T5, e.g. scratch.pretrained.load_tiny_t5()) to a
-    list of source strings, in batches: each batch is encoded once, then scratch.sampling.generate decodes."""
+    """Greedy answers of an encoder-decoder (a transformers T5, e.g. the model scratch.checkpoints.load_tiny_t5()
+    returns) to a list of source strings, in batches: each batch is encoded once, then scratch.sampling.generate
+    decodes."""
     answers = []
     with eval_mode(model):
         for start in range(0, len(sources), batch_size):

@@ -1,7 +1,8 @@
-"""Plots the lectures reuse: attention weights as heatmaps, positional encodings as images.
+"""Plots the lectures reuse: attention weights as heatmaps, positional encodings as images, bertviz's views offline.
 
-Every function draws on a matplotlib Axes (a new figure if none is given), labels the axes, sets a
-title, and returns the Axes; the notebook ends the cell with `plt.show()`.
+plot_attention and plot_positional_encoding draw on a matplotlib Axes (a new figure if none is given), label the
+axes, set a title and return the Axes; plot_attention_grid makes a Figure of its own (a panel per map, one colour
+bar) and returns the Figure. The notebook ends the cell with `plt.show()`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def plot_attention(
     annotate: bool = False,
     colorbar: bool = True,
     vmax: float | None = None,
-):
+) -> plt.Axes:
     """One attention matrix as a heatmap: row i shows how query i spreads its attention over the keys.
 
     weights: (N queries, M keys), each row summing to 1. annotate=True prints each weight (2 decimals).
@@ -80,7 +81,7 @@ def plot_attention_grid(
     annotate: bool = False,
     title: str = "attention weights",
     panel_size: float = 3.2,
-):
+) -> plt.Figure:
     """Several attention maps (panels, N, M) side by side on ONE colour scale, 0 to vmax, with one labelled colour
     bar, so the panels can be compared: a map stretched to its own range makes near-uniform noise look like
     structure. vmax = 1 (the default) is the largest weight a softmax can give. Returns the Figure."""
@@ -115,7 +116,7 @@ def plot_attention_grid(
     return fig
 
 
-def plot_positional_encoding(encoding, ax=None, title: str = "positional encoding", limit: float = 1.0):
+def plot_positional_encoding(encoding, ax=None, title: str = "positional encoding", limit: float = 1.0) -> plt.Axes:
     """A (positions × d_model) encoding as an image: one row per position, one column per dimension.
 
     Colours span [-limit, limit]: 1 suits the sinusoidal encoding; learned tables are much smaller.
