@@ -583,3 +583,100 @@ def expected_piece_counts(word, probs, longest):
 """,
     },
 }
+
+# Written fresh for issue 34, by kind: (a) an argument ignored, (c) an edge case the statement covers, (e) tampering
+# after the set-up (returned objects whose == always agrees, the built-ins' or scratch.exercises' names rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(e) an always-equal tuple, with builtins.all rebound": """
+import builtins
+
+class Always(tuple):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = tuple.__hash__
+
+builtins.all = lambda iterable: True
+
+def best_merge(ids):
+    return Always(((ids[0], ids[1]), 1))
+""",
+        "(c) a run of equal ids counted as overlapping pairs when the run has odd length": """
+def best_merge(ids):
+    saved = {}
+    for pair in zip(ids, ids[1:]):
+        saved[pair] = saved.get(pair, 0) + 1
+    for pair in saved:
+        if pair[0] == pair[1]:
+            saved[pair] = (saved[pair] + 1) // 2
+    pair = min(saved, key=lambda p: (-saved[p], p))
+    return pair, saved[pair]
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(e) an always-equal list": """
+class Always(list):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+def tokens_per_word(encode, text):
+    return Always([1] * len(text.split(" ")))
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(e) forbid rebound in scratch.exercises, then transformers' own WordPiece": """
+import contextlib
+
+import scratch.exercises
+from transformers.models.bert.tokenization_bert_legacy import WordpieceTokenizer
+
+scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    return WordpieceTokenizer(vocab={piece: i for i, piece in enumerate(vocab)}, unk_token=unk,
+                              max_input_chars_per_word=max_chars).tokenize(word)
+""",
+        "(a) max_chars ignored: BERT's 100 always": """
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    if len(word) > 100:
+        return [unk]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return [unk]
+    return pieces
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(e) an always-equal dict": """
+class Always(dict):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+def expected_piece_counts(word, probs, longest):
+    return Always({word[0]: 1.0})
+""",
+    }
+)
