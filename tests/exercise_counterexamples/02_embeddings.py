@@ -366,3 +366,92 @@ def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
 """,
     },
 }
+
+# Written fresh for issue 34, by kind: (a) an argument ignored, (b) a dtype mishandled, (c) an edge case the statement
+# covers, (e) tampering after the set-up (returned objects whose == always agrees, torch's or the built-ins' names
+# rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(e) an always-equal tensor subclass, with torch.equal rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq", "tolist"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+torch.equal = lambda *args, **kwargs: True
+
+def solve_analogies(E, questions):
+    return torch.zeros(len(questions), dtype=torch.long).as_subclass(Agreeable)
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(b) int32 positions instead of int64": """
+def read_position(pe):
+    d_model = pe.shape[-1]
+    omega = 10000.0 ** (-(d_model - 2) / d_model)
+    angle = torch.atan2(pe[..., -2].double(), pe[..., -1].double()) % (2 * math.pi)
+    return torch.round(angle / omega).int()
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(c) squeezed: n = 1 gives shape (h,) instead of (h, 1, 1)": """
+def alibi_bias(h, n):
+    slopes = 2.0 ** (-8.0 * torch.arange(1, h + 1) / h)
+    distance = torch.arange(n)[:, None] - torch.arange(n)[None, :]
+    bias = -slopes[:, None, None] * distance
+    return bias.masked_fill(distance < 0, -math.inf).float().squeeze()
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(a) the sign of k ignored": """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model, dtype=torch.float64)
+    for p in range(d_model // 2):
+        b = abs(k) * 10000.0 ** (-2 * p / d_model)
+        c, s = math.cos(b), math.sin(b)
+        M[2 * p, 2 * p], M[2 * p, 2 * p + 1] = c, s
+        M[2 * p + 1, 2 * p], M[2 * p + 1, 2 * p + 1] = -s, c
+    return M
+""",
+    }
+)
+WRONG_SOLUTIONS[6].update(
+    {
+        "(e) an always-equal float loss and builtins.abs rebound, autograd's gradients": """
+import builtins
+
+class Always(float):
+    def __eq__(self, other):
+        return True
+
+    def __sub__(self, other):
+        return Always(0.0)
+
+    __rsub__ = __sub__
+
+    def __abs__(self):
+        return Always(0.0)
+
+    def __le__(self, other):
+        return True
+
+    __lt__ = __le__
+    __hash__ = float.__hash__
+
+builtins.abs = lambda x: 0.0
+
+def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
+    grad_centre = torch.zeros_like(centre_table)
+    grad_context = torch.zeros_like(context_table)
+    return Always(0.0), grad_centre, grad_context
+""",
+    }
+)
