@@ -420,3 +420,82 @@ def gqa_by_hand(attn, x, mask=None):
 """,
     }
 )
+
+# Written fresh for issue 34, by kind: (b) a dtype mishandled, (d) the method rule dodged by another path, (e)
+# tampering after the set-up (returned objects whose == always agrees, torch's or scratch.exercises' names rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(b) float32 views whatever the dtype: a float64 qkv comes back converted": """
+def split_qkv(qkv, h, layout):
+    qkv = qkv.float()
+    *lead, n, width = qkv.shape
+    d_k = width // (3 * h)
+    if layout == "blocks":
+        parts = qkv.view(*lead, n, 3, h, d_k)
+    else:
+        parts = qkv.view(*lead, n, h, 3, d_k).transpose(-3, -2)
+    q, k, v = parts.movedim(-3, 0).transpose(-3, -2)
+    return q, k, v
+""",
+        "(e) a tuple subclass that always compares equal, with torch.equal rebound": """
+class Always(tuple):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = tuple.__hash__
+
+torch.equal = lambda *args, **kwargs: True
+
+def split_qkv(qkv, h, layout):
+    *lead, n, width = qkv.shape
+    d_k = width // (3 * h)
+    q = qkv[..., :d_k].unsqueeze(-3).expand(*lead, h, n, d_k)
+    return Always((q, q, q))
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(e) an int subclass that equals everything": """
+class Always(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
+    return Always(4 * d_model * d_model)
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(e) forbid rebound in scratch.exercises, then the module's own forward": """
+import contextlib
+
+import scratch.exercises
+
+scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+
+def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
+    return torch_mha(query, key, key, key_padding_mask=key_padding_mask, need_weights=True)
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(d) torch's fused attention with enable_gqa, reached through torch.ops.aten": """
+def gqa_by_hand(attn, x, mask=None):
+    batch, n, d_model = x.shape
+    h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
+    q = attn.w_q(x).view(batch, n, h, d_k).transpose(1, 2)
+    k = attn.w_k(x).view(batch, n, n_kv, d_k).transpose(1, 2)
+    v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2)
+    heads = torch.ops.aten.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    return attn.w_o(heads.transpose(1, 2).reshape(batch, n, d_model))
+""",
+    }
+)
