@@ -626,3 +626,61 @@ def decoder_block_step(block, x_t, memory, cache):
 """,
     }
 )
+
+# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (e) tampering after the
+# set-up (returned objects whose == always agrees, torch's or math's names rebound).
+WRONG_SOLUTIONS[2].update(
+    {
+        "(e) an int subclass that equals everything, with math.ceil rebound": """
+class Always(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+math.ceil = lambda x: 0
+
+def swiglu_ffn(x, W_gate, W_up, W_down):
+    gate = x @ W_gate
+    return (gate * torch.sigmoid(gate) * (x @ W_up)) @ W_down
+
+
+def swiglu_hidden_size(d_model, d_ff, multiple_of=1):
+    return Always(d_ff)
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(e) an always-equal tensor subclass, with torch.equal rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+torch.equal = lambda *args, **kwargs: True
+
+def receptive_field(masks):
+    return masks[-1].as_subclass(Agreeable)
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(a) the depth ignored: one factor 1 / sqrt(2) for every stack": """
+def scale_residual_writes_(stack):
+    c = 1 / math.sqrt(2)
+    with torch.no_grad():
+        for block in stack:
+            for last in (block.self_attn.w_o, block.ffn.linear2):
+                last.weight.mul_(c)
+                if last.bias is not None:
+                    last.bias.mul_(c)
+""",
+    }
+)
