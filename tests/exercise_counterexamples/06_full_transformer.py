@@ -625,3 +625,82 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
     }
 )
+
+# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (e) tampering after the
+# set-up (returned objects whose == always agrees, torch's, math's or scratch.exercises' names rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(e) always-equal tensors in an always-equal tuple, with torch.equal rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq", "tolist"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+class Always(tuple):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = tuple.__hash__
+
+torch.equal = lambda *args, **kwargs: True
+
+def make_decoder_batch(sequences, bos_id, eos_id, pad_id):
+    width = max(len(s) for s in sequences) + 1
+    empty = torch.zeros(len(sequences), width, dtype=torch.long).as_subclass(Agreeable)
+    return Always((empty, empty))
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(e) an always-close float, with math.isclose rebound": """
+class Always(float):
+    def __eq__(self, other):
+        return True
+
+    def __sub__(self, other):
+        return Always(0.0)
+
+    __rsub__ = __sub__
+    __hash__ = float.__hash__
+
+math.isclose = lambda *args, **kwargs: True
+
+def learning_rate(step, steps, peak, warmup, minimum):
+    return Always(peak)
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(a) the numbers given ignored: the ceiling of 0..99,999 always": """
+def order_blind_ceiling(numbers):
+    every = range(100_000)
+    return len({tuple(sorted(english_tokens(n))) for n in every}) / len(every)
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(e) forbid rebound in scratch.exercises, then the library's greedy_decode": """
+import contextlib
+
+import scratch.exercises
+from scratch.sampling import greedy_decode
+
+scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+
+@torch.no_grad()
+def translate_batch(model, src, bos_id, eos_id, max_len):
+    rows = greedy_decode(model, src, bos_id, eos_id, max_len)
+    out = []
+    for row in rows:
+        ends = (row == eos_id).nonzero()
+        tokens = row[: int(ends[0]) + 1] if len(ends) else row
+        out.append((tokens, 0.0, torch.zeros_like(tokens)))
+    return out
+""",
+    }
+)
