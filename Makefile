@@ -118,7 +118,8 @@ lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks --ServerApp.port_retries=0 $(LAB_ARGS)
 
 # ruff's rules and format, as pyproject.toml configures them (the same hooks run in .pre-commit-config.yaml).
-lint: setup
+# ruff is in requirements.lock: lint needs nothing else of the set-up.
+lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
@@ -151,9 +152,11 @@ test-latest: $(ASSETS)
 sizing: setup
 	$(BIN)/python tools/sizing.py $(NB)
 
-# The inner loop, in seconds: the unit tests without the slow, asset and browser ones (markers in pyproject.toml).
-unit: setup
-	$(BIN)/python -m pytest tests -m "not slow and not assets and not browser" $(PYTEST_ARGS)
+# The inner loop, in seconds: the unit tests without the slow, asset, browser, grading and hub ones (markers in
+# pyproject.toml). It needs only requirements.lock and the course kernel (a test checks its spec), not the rest of
+# the set-up: no assets, nbgrader, JupyterHub, npm or Chromium.
+unit: $(STAMP) $(KERNEL)
+	$(BIN)/python -m pytest tests -m "not slow and not assets and not browser and not grading and not hub" $(PYTEST_ARGS)
 
 # Re-execute notebooks top to bottom in a fresh kernel and store the outputs nbval compares against
 # (all of them, JOBS at a time, or one: make outputs NB=notebooks/01_tokenization.ipynb); nbstripout then drops

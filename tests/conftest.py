@@ -14,8 +14,8 @@ import torch
 
 import scratch  # noqa: F401  (offline environment before transformers is imported)
 
-ASSET_FIXTURES = {"smollm2", "minilm", "gpt2_files", "moby_dick", "mlm"}
-SLOW_FIXTURES = {"smollm2", "minilm", "mlm", "tiny_t5"}  # a real model: seconds to load, more to run
+ASSET_FIXTURES = {"smollm2", "minilm", "gpt2_files", "moby_dick", "mlm", "lora_mlm"}
+SLOW_FIXTURES = {"smollm2", "minilm", "mlm", "lora_mlm", "tiny_t5"}  # a real model: seconds to load, more to run
 
 
 # Headless in a container: no sandbox, GPU or /dev/shm, and nothing fetched in the background.

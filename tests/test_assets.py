@@ -120,6 +120,7 @@ def test_spam_emails_are_labelled_bodies_without_headers():
     assert sum(bool(e["text"]) for e in emails) > 6000
 
 
+@pytest.mark.assets
 def test_austen_is_six_whole_novels():
     if not assets.apt_available():
         pytest.skip("Jane Austen's novels come from a Debian package: this system has no apt-get")

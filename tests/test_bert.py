@@ -253,6 +253,8 @@ def test_context_free_baselines_break_ties_and_refuse_empty_input():
 # ---------------------------------------------------------------- NER and NSP checkpoints
 
 
+@pytest.mark.assets
+@pytest.mark.slow
 def test_ner_tagger_reaches_its_reported_scores():
     torch.set_num_threads(1)
     folder = checkpoints.checkpoint_dir(NER_CHECKPOINT)
@@ -278,6 +280,8 @@ def test_ner_tagger_reaches_its_reported_scores():
         assert unseen["model"]["all"]["f1"] > unseen["baseline_training_names"]["all"]["f1"] + 0.1
 
 
+@pytest.mark.assets
+@pytest.mark.slow
 def test_lora_loader_refuses_a_checkpoint_of_another_kind():
     with pytest.raises(ValueError, match="does not match the model"):
         load_minilm(BertForNextSentencePrediction, "minilm-mlm-head", NSP_HEADS)  # a head, no adapters
@@ -300,6 +304,8 @@ def test_nsp_stories_are_the_ones_the_head_was_trained_on():
     assert not any(sentence in s["text"] for s in stories for sentence in sentences)
 
 
+@pytest.mark.assets
+@pytest.mark.slow
 def test_nsp_head_reaches_its_reported_accuracy_and_answers_the_lecture_pairs():
     torch.set_num_threads(1)
     metrics = json.loads((checkpoints.checkpoint_dir(NSP_CHECKPOINT) / "metrics.json").read_text())

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 LOCKS = ("requirements.lock", "requirements-grading.lock", "requirements-hub.lock")
@@ -44,6 +46,7 @@ def image_env(text: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.hub
 def test_the_dockerfile_builds_python_3_11_and_runs_post_build_on_the_repository():
     text, log = dockerfile()
     assert "Building conda environment for python=3.11" in log, "binder/runtime.txt must give the image Python 3.11"
@@ -57,6 +60,7 @@ def test_the_dockerfile_builds_python_3_11_and_runs_post_build_on_the_repository
     assert text.count("RUN ./binder/postBuild") == 1
 
 
+@pytest.mark.hub
 def test_post_build_installs_the_locks_the_package_the_kernels_and_the_assets():
     text, _ = dockerfile()
     prefix = image_env(text)["NB_PYTHON_PREFIX"]

@@ -65,6 +65,7 @@ def test_bad_input_is_refused(call, error, message):
         call()
 
 
+@pytest.mark.assets
 def test_first_piece_labels_with_the_real_tokenizer():
     from transformers import AutoTokenizer
 

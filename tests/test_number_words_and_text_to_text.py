@@ -201,6 +201,7 @@ def test_char_dataset():
         CharDataset("abc", val_fraction=1.0)
 
 
+@pytest.mark.assets
 def test_moby_dick_dataset():
     data = moby_dick_dataset()
     total = len(data.train_data) + len(data.val_data)
@@ -304,6 +305,7 @@ def test_email_text():
     assert email_text(email) == email_text(email, None)[:300]
 
 
+@pytest.mark.assets
 def test_classify_examples():
     train, val = spam_examples("train"), spam_examples("val")
     assert (len(train), len(val)) == (5438, 608)  # 6,046 e-mails
