@@ -1,8 +1,9 @@
-"""Fixtures the test files share, and the markers that let `make unit` skip the slow tests.
+"""Fixtures the test files share, and the markers that let `make unit` skip the slow tests and those that need more
+than requirements.lock.
 
 Markers (registered in pyproject.toml): `assets` needs the fetched models or data (data/assets, data/cache),
-`slow` takes more than a few seconds, `browser` drives Chromium. A test that uses one of the fixtures that load
-assets or a real model is marked automatically.
+`slow` takes more than a few seconds, `browser` drives Chromium, `grading` needs nbgrader, `hub` needs JupyterHub or
+repo2docker. A test that uses one of the fixtures that load assets or a real model is marked automatically.
 """
 
 import os
