@@ -608,3 +608,80 @@ def token_log_probs(model, ids):
 """,
     },
 }
+
+# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (d) the method rule dodged
+# by another path, (e) tampering after the set-up (returned objects whose == always agrees, torch's or
+# scratch.exercises' names rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(e) an always-equal tensor subclass, with torch.equal rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq", "any", "__ne__", "ne"):
+            return False if getattr(func, "__name__", "") in ("any", "__ne__", "ne") else True
+        return super().__torch_function__(func, types, args, kwargs)
+
+torch.equal = lambda *args, **kwargs: True
+
+def segment_ids(input_ids, sep_id, pad_id):
+    return torch.zeros_like(input_ids).as_subclass(Agreeable)
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(e) an always-equal list, forbid rebound in scratch.exercises": """
+import contextlib
+
+import scratch.exercises
+
+scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+
+class Always(list):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+def nsp_pairs(documents, generator):
+    torch.rand(1, generator=generator)
+    return Always([(s, s, 0) for d in documents for s in d[:-1]])
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(a) prob ignored: every word picked with probability 0.15": """
+def whole_word_picks(tokens, prob, generator):
+    picks = torch.zeros(len(tokens), dtype=torch.bool)
+    word_picked = False
+    for position, token in enumerate(tokens):
+        if token in ("[CLS]", "[SEP]", "[PAD]"):
+            word_picked = False
+            continue
+        if not token.startswith("##"):
+            word_picked = torch.rand(1, generator=generator).item() < 0.15
+        picks[position] = word_picked
+    return picks
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(d) one model call per position, through the model's inner BERT and head (no call of the model itself)": """
+def token_log_probs(model, ids):
+    positions = torch.arange(1, len(ids) - 1)
+    copies = ids.repeat(len(positions), 1)
+    copies[torch.arange(len(positions)), positions] = MASK
+    rows = []
+    with torch.no_grad():
+        for copy_, t in zip(copies, positions):
+            hidden = model.bert(input_ids=copy_[None]).last_hidden_state
+            logits = model.cls(hidden)[0, t].log_softmax(dim=-1)
+            rows.append(logits[ids[t]])
+    return torch.stack(rows)
+""",
+    }
+)
