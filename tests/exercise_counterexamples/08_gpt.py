@@ -500,3 +500,54 @@ def decoder_layer_by_hand(layer, x, config):
 """,
     },
 }
+
+# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (e) tampering after the
+# set-up (returned objects whose == always agrees, torch's or the built-ins' names rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(e) a str subclass equal to everything": """
+class Always(str):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+def chat_prompt(messages, add_generation_prompt=True):
+    return Always("")
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(e) an always-close tensor subclass, with torch.allclose rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+torch.allclose = lambda *args, **kwargs: True
+
+def induction_scores(attentions, ids):
+    return attentions[..., 0, 0].as_subclass(Agreeable)
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(a) the configuration ignored beyond SmolLM2's sizes when tied": """
+def llama_parameter_count(config):
+    if config.tie_word_embeddings:
+        return 134_515_008
+    V, d, N = config.vocab_size, config.hidden_size, config.num_hidden_layers
+    h, n_kv, d_ff = config.num_attention_heads, config.num_key_value_heads, config.intermediate_size
+    d_k = d // h
+    attention = d * h * d_k + 2 * d * n_kv * d_k + h * d_k * d
+    return V * d + N * (attention + 3 * d * d_ff + 2 * d) + d + V * d
+""",
+    }
+)
