@@ -66,7 +66,6 @@ COUNTEREXAMPLES = ROOT / "tests" / "exercise_counterexamples"
 GRADED = "03_attention"  # the lecture graded end to end: its checks need no model, so it runs in seconds
 # Lectures whose check cells are still whole cells of asserts (issue 34 moves them into scratch.checks one by one).
 NOT_YET_CONVERTED = {
-    "09_t5",
     "10_decoding",
 }
 MAX_CHECK_LINES = 3  # a check cell: its "# Check exercise k" line, the import of its module and one call
