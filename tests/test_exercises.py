@@ -64,15 +64,7 @@ FAILS = (NotImplementedError, AssertionError, NameError)
 by_name = pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 COUNTEREXAMPLES = ROOT / "tests" / "exercise_counterexamples"
 GRADED = "03_attention"  # the lecture graded end to end: its checks need no model, so it runs in seconds
-# Lectures whose check cells are still whole cells of asserts (issue 34 moves them into scratch.checks one by one).
-NOT_YET_CONVERTED = {
-    "10_decoding",
-}
 MAX_CHECK_LINES = 3  # a check cell: its "# Check exercise k" line, the import of its module and one call
-
-
-def converted(path):
-    return path.stem not in NOT_YET_CONVERTED
 
 
 def check_module(path):
@@ -319,19 +311,12 @@ def test_structure(path):
         assert check.source.splitlines()[0].strip() == f"# Check exercise {k}", (
             f"{where}: the check cell's first line is '# Check exercise {k}'"
         )
-        if converted(path):
-            module = check_module(path)
-            call = rf"{module}\.\w+\({', '.join(sorted(defined_names(solution.source), key=solution.source.index))}\)"
-            assert re.fullmatch(
-                rf"# Check exercise {k}\nfrom scratch\.checks import {module}\n\n{call}", check.source
-            ), (
-                f"{where}: the check cell is '# Check exercise {k}', 'from scratch.checks import {module}' and one "
-                f"call that hands in what the solution defines, e.g. '{module}.name(name)':\n{check.source}"
-            )
-        else:
-            assert re.search(r"\bassert\b", check.source) and re.search(r"[\"']hint: ", check.source), (
-                f"{where}: the check needs an assert with a message starting with 'hint: '"
-            )
+        module = check_module(path)
+        call = rf"{module}\.\w+\({', '.join(sorted(defined_names(solution.source), key=solution.source.index))}\)"
+        assert re.fullmatch(rf"# Check exercise {k}\nfrom scratch\.checks import {module}\n\n{call}", check.source), (
+            f"{where}: the check cell is '# Check exercise {k}', 'from scratch.checks import {module}' and one call "
+            f"that hands in what the solution defines, e.g. '{module}.name(name)':\n{check.source}"
+        )
         for cell in (setup, solution, check):
             assert not re.search(r"^\s*[%!]", cell.source, re.MULTILINE), (
                 f"{where}: no IPython magics in exercise cells"
@@ -362,20 +347,18 @@ def top_level_names(source, kinds):
     } | {node.name for node in ast.parse(source).body if isinstance(node, kinds) and hasattr(node, "name")}
 
 
-# A redefined print cannot make a failing assert pass: the check's last line prints only after every assert passed.
+# A redefined print cannot make a failing check pass: the check prints only after every assert passed.
 MAY_BE_LOOKED_UP = {"print"}
 
 
 @by_name
 def test_checks_import_what_they_rely_on(path):
     """A solution cell runs in the same namespace as the checks, so it can rebind any name there (a `forbid` that does
-    nothing, a fake `torch`, `all = lambda _: True`). Each check therefore imports what it uses itself: torch,
-    `forbid` and the other tools of scratch.exercises, and the built-ins. It looks up only the exercise's answers
-    (the names solution cells define) and the set-up's data and model functions (`tiny_lm`, `toy_model(ids)`: a
-    solution cell that rebinds them changes its own inputs as well; README, "Using it in class"). The instruments
-    that measure a solution (LookupOnly, CountOps, LargestTensor) are classes of scratch.exercises, not set-up."""
-    setup, exercises = exercise_section(path)
-    data = top_level_names(setup.source, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.FunctionDef)
+    nothing, a fake `torch`, `lecture_03 = ...`). Each check cell therefore imports its lecture's check module itself
+    and looks up nothing else but the answers it hands in (the names solution cells define); the check module brings
+    its own data and models, and binds what it relies on when the set-up imports it (see
+    test_checks_bind_what_they_rely_on_and_compare_plain_values)."""
+    _, exercises = exercise_section(path)
     answers = set().union(*(top_level_names(s.source, ast.stmt) for _, s, _ in exercises))
     problems = []
     for k, (_, _, check) in enumerate(exercises, start=1):
@@ -384,7 +367,7 @@ def test_checks_import_what_they_rely_on(path):
         late = [ast.unparse(node) for node in body[first_other:] if isinstance(node, ast.Import | ast.ImportFrom)]
         if late:
             problems.append(f"check {k}: imports go at the top of the cell, before any use: {late}")
-        looked_up = free_globals(check.source) - answers - data - MAY_BE_LOOKED_UP
+        looked_up = free_globals(check.source) - answers - MAY_BE_LOOKED_UP
         if looked_up:
             problems.append(f"check {k} looks up {sorted(looked_up)}: import them in the check itself")
     assert not problems, (
@@ -399,8 +382,6 @@ def test_check_cells_are_one_line_calls_and_no_notebook_holds_a_reference(path):
     """A check cell shows at most MAX_CHECK_LINES lines (the check lives in scratch.checks.lecture_NN, imported by the
     set-up); no locked cell but the set-up defines a function or class (a reference solution in plain view), and
     the set-up imports the lecture's check module."""
-    if not converted(path):
-        pytest.skip(f"{path.stem}'s checks are not yet in scratch.checks (issue 34)")
     setup, exercises = exercise_section(path)
     module = check_module(path)
     assert re.search(rf"^from scratch\.checks import {module}$", setup.source, re.M), (
@@ -535,8 +516,6 @@ def test_checks_bind_what_they_rely_on_and_compare_plain_values(
     scratch.exercises.forbid, and (as the notebook's names) the check module's tools; each exercise's functions
     return an int, float, list, tuple or tensor subclass whose `==`, `!=` and `-` always agree. Every check still fails
     with a hint: the check modules bound their tools when the set-up imported them, and compare plain values."""
-    if not converted(path):
-        pytest.skip(f"{path.stem}'s checks are not yet in scratch.checks (issue 34)")
     _, exercises = exercise_section(path)
     accepted = []
     for k, (_, _, check) in enumerate(exercises, start=1):

@@ -586,3 +586,58 @@ def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_pen
 """,
     },
 }
+
+# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (b) a dtype mishandled,
+# (e) tampering after the set-up (returned objects whose == always agrees, torch's names rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(b) computed in float32 whatever the dtype: float64 probabilities come back as float32": """
+def temper(probs, T):
+    return torch.softmax(probs.float().log() / T, dim=-1)
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(e) an always-equal tensor subclass, with torch.equal and torch.isfinite rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+torch.equal = lambda *args, **kwargs: True
+
+def min_p_filter(z, p_min):
+    return z.clone().as_subclass(Agreeable)
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(a) the model ignored: the set-up's tiny_lm": """
+@torch.no_grad()
+def greedy_no_repeat(model, ids, max_new_tokens, n):
+    for _ in range(max_new_tokens):
+        logits = tiny_lm(ids).logits[:, -1]
+        for row, seq in enumerate(ids.tolist()):
+            context = tuple(seq[len(seq) - n + 1 :]) if n > 1 else ()
+            banned = [seq[i + n - 1] for i in range(len(seq) - n + 1) if tuple(seq[i : i + n - 1]) == context]
+            logits[row, banned] = float("-inf")
+        ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
+    return ids
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(a) the draft ignored: the target alone, one call per token": """
+@torch.no_grad()
+def speculative_greedy(target, draft, ids, max_new_tokens, k):
+    for _ in range(max_new_tokens):
+        ids = torch.cat([ids, target(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return ids
+""",
+    }
+)
