@@ -59,7 +59,8 @@ def failures(notebooks: list[Path]) -> dict[Path, dict[int, str]]:
             number = int(case.get("name").rsplit(" ", 1)[-1])
             path = next(p for p in notebooks if p.stem in (case.get("classname") or "").replace(".", "/"))
             text = (problem.get("message") or "") + (problem.text or "")
-            found[path][number] = "outputs differ" if "Cell outputs differ" in text else text.strip()[:300]
+            error = [line for line in text.splitlines() if "Error" in line]  # the exception's own line, at the end
+            found[path][number] = "outputs differ" if "Cell outputs differ" in text else (error or [text])[-1].strip()
     return found
 
 
