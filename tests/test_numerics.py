@@ -224,3 +224,18 @@ def test_make_test_relaxes_the_sensitive_cells_of_another_vendor_only(tmp_path):
     assert results["other"][0] == 0, results["other"][1][-2000:]
     assert "this machine: " in results["other"][1]  # the header says what it compares against
     assert results["same"][0] == 1 and "1 failed, 1 passed" in results["same"][1], results["same"][1][-2000:]
+
+
+def test_make_outputs_warns_about_another_vendor_and_records_this_machine(tmp_path):
+    """tools/outputs_machine.py, which make outputs runs before (check) and after (record) regenerating."""
+    here = numerics.this_machine()
+    path = tmp_path / "lecture.ipynb"
+    synthetic_notebook(path, {**here, "cpu_vendor": "SomeOtherVendor", "cpu_model": "its model"})
+    tool = [sys.executable, str(ROOT / "tools" / "outputs_machine.py")]
+    check = subprocess.run([*tool, "check", str(path)], capture_output=True, text=True, check=True)
+    assert "warning" in check.stderr and "SomeOtherVendor (its model" in check.stderr, check.stderr
+    subprocess.run([*tool, "record", str(path)], capture_output=True, text=True, check=True)
+    assert numerics.outputs_made_on(json.loads(path.read_text())) == here
+    again = subprocess.run([*tool, "check", str(path)], capture_output=True, text=True, check=True)
+    if numerics.digits_comparable(here, here):  # a pinned CPU of known vendor: its own outputs raise no warning
+        assert again.stderr == "", again.stderr
