@@ -558,3 +558,74 @@ def greedy_generate(model, input_ids, attention_mask, max_new_tokens=20):
 """,
     },
 }
+
+# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (e) tampering after the
+# set-up (returned objects whose == always agrees, torch's or scratch.exercises' names rebound).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(e) an always-equal list": """
+class Always(list):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+def restore(inputs, targets, sentinels):
+    return Always(inputs)
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(a) max_distance ignored: T5's 128 always": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    counts = torch.zeros(num_buckets, dtype=torch.long)
+    for S in lengths:
+        position = torch.arange(S)
+        offsets = position[None, :] - position[:, None]
+        if not bidirectional:
+            offsets = offsets[offsets <= 0]
+        buckets = relative_position_bucket(offsets.flatten(), bidirectional, num_buckets, 128)
+        counts += torch.bincount(buckets, minlength=num_buckets)
+    return counts
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(e) forbid rebound in scratch.exercises, then labels= and the model's own loss, one call per answer": """
+import contextlib
+
+import scratch.exercises
+
+scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+
+def answer_log_probs(model, tokenizer, source, answers):
+    scores = []
+    for answer in answers:
+        enc = tokenizer(source, text_target=answer, return_tensors="pt")
+        with torch.no_grad():
+            scores.append(-model(input_ids=enc.input_ids, labels=enc.labels).loss * enc.labels.shape[1])
+    return torch.stack(scores)
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(e) an always-close tensor subclass, with torch.allclose rebound": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+torch.allclose = lambda *args, **kwargs: True
+
+def t5_self_attention_weights(x, attention):
+    S = x.shape[0]
+    return torch.full((attention.n_heads, S, S), 1.0 / S).tril().as_subclass(Agreeable)
+""",
+    }
+)
