@@ -766,6 +766,7 @@ def test_nbgrader_grades_two_submissions_end_to_end(course, tmp_path):
     )
 
 
+@pytest.mark.grading
 def test_nbgrader_comes_from_its_own_lock_without_changing_a_pin():
     spec = importlib.util.spec_from_file_location("lock_addon", ROOT / "tools" / "lock_addon.py")
     lock_addon = importlib.util.module_from_spec(spec)
