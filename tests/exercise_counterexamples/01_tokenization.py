@@ -680,3 +680,35 @@ def expected_piece_counts(word, probs, longest):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 1 still lacked: (b) an integer dtype too small for the ids the statement
+# names, (d) the rule dodged through another path to the same computation (a sibling copy of the forbidden function).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(b) ids packed into a uint8 array: merged ids of 256 and more wrap around": """
+import numpy as np
+
+def best_merge(ids):
+    packed = np.array(ids).astype(np.uint8)
+    saved, last_start = {}, {}
+    for t, pair in enumerate(zip(packed.tolist(), packed[1:].tolist())):
+        if last_start.get(pair) == t - 1:
+            continue
+        saved[pair] = saved.get(pair, 0) + 1
+        last_start[pair] = t
+    pair = min(saved, key=lambda p: (-saved[p], p))
+    return pair, saved[pair]
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(d) transformers' ProphetNet copy of BERT's WordPiece": """
+from transformers.models.prophetnet.tokenization_prophetnet import WordpieceTokenizer
+
+def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+    return WordpieceTokenizer(vocab={piece: i for i, piece in enumerate(vocab)}, unk_token=unk,
+                              max_input_chars_per_word=max_chars).tokenize(word)
+""",
+    }
+)

@@ -173,7 +173,16 @@ def wordpiece(student_wordpiece):
         "tokenizers.Tokenizer.encode",
         "tokenizers.Tokenizer.encode_batch",
         "tokenizers.models.WordPiece",
-        "transformers.models.bert.tokenization_bert_legacy.WordpieceTokenizer.tokenize",
+        *(  # BERT's WordPiece and the copies of it other models' tokenizers carry
+            f"transformers.models.{module}.WordpieceTokenizer.tokenize"
+            for module in (
+                "bert.tokenization_bert_legacy",
+                "bert_japanese.tokenization_bert_japanese",
+                "cpmant.tokenization_cpmant",
+                "prophetnet.tokenization_prophetnet",
+                "tapas.tokenization_tapas",
+            )
+        ),
     )
     with forbid(*shortcuts, hint="cut the word yourself: the longest piece of vocab that matches, then '##' pieces"):
         for word, vocab, options, want in small:
