@@ -455,3 +455,22 @@ def sgns_gradients(centre_table, context_table, centres, contexts, negatives):
 """,
     }
 )
+
+# Written fresh for issue 34, the kind lecture 2 still lacked: (d) the rule dodged through another path to the same
+# computation (a table of encodings searched where the instrument does not look: numpy).
+WRONG_SOLUTIONS[2].update(
+    {
+        "(d) a table of every position's slowest pair, searched in numpy": """
+import numpy as np
+
+def read_position(pe):
+    d_model = pe.shape[-1]
+    omega = 10000.0 ** (-(d_model - 2) / d_model)
+    angles = np.arange(math.ceil(2 * math.pi / omega)) * omega
+    table = np.stack([np.sin(angles), np.cos(angles)], axis=1)  # (positions, 2)
+    pairs = pe[..., -2:].double().numpy().reshape(-1, 1, 2)
+    nearest = ((pairs - table[None]) ** 2).sum(-1).argmin(-1)
+    return torch.from_numpy(nearest.reshape(pe.shape[:-1])).long()
+""",
+    }
+)

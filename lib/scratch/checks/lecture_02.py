@@ -1,5 +1,7 @@
 """Checks of lecture 2's exercises (exercises/02_embeddings.ipynb); see scratch.checks."""
 
+import tracemalloc
+
 from safetensors.torch import load_file
 
 from scratch import assets
@@ -23,6 +25,27 @@ __builtins__ = BUILTINS  # the built-ins as they were when the set-up cell impor
 
 forbid, CountOps, LargestTensor = tools.forbid, tools.CountOps, tools.LargestTensor
 _rotate, _sinusoids = RotaryEmbedding(16).rotate, sinusoidal_positional_encoding
+_tracing, _start_tracing, _stop_tracing = tracemalloc.is_tracing, tracemalloc.start, tracemalloc.stop
+_traced_memory, _reset_peak = tracemalloc.get_traced_memory, tracemalloc.reset_peak
+
+
+class _MemoryOutsideTorch:
+    """The peak of what Python objects and numpy arrays allocated inside the block (`.peak`, bytes): the memory that
+    LargestTensor, which sees only PyTorch's operations, does not."""
+
+    def __enter__(self):
+        self._started = not _tracing()
+        if self._started:
+            _start_tracing()
+        _reset_peak()
+        self._base, self.peak = _traced_memory()[0], 0
+        return self
+
+    def __exit__(self, *error):
+        self.peak = _traced_memory()[1] - self._base
+        if self._started:
+            _stop_tracing()
+
 
 # The checks' own copy of MiniLM's embedding table and vocabulary, read when the set-up imports this module.
 _E = load_file(assets.minilm_dir() / "model.safetensors")["embeddings.word_embeddings.weight"]
@@ -153,7 +176,7 @@ def read_position(student_read_position):
         for pe, positions, period in cases:
             d_model = pe.shape[-1]
             what = f"read_position on vectors of shape {tuple(pe.shape)} ({pe.dtype})"
-            with LargestTensor() as memory:
+            with LargestTensor() as memory, _MemoryOutsideTorch() as outside:
                 got = call(student_read_position, pe.clone(), what=what)
             tensor(got, what + ": int64 positions", shape=positions.shape, dtype=torch.int64)
             if not equal(got, positions):
@@ -167,6 +190,11 @@ def read_position(student_read_position):
             assert memory.largest <= 4 * pe.numel() + 64, (
                 f"hint: {what}: you created a tensor of {memory.largest:,} numbers for {pe.numel():,} input numbers: "
                 "read each vector's angle instead of comparing it with a table of encodings"
+            )
+            assert outside.peak <= 65536 + 16 * pe.numel(), (
+                f"hint: {what}: you allocated {outside.peak:,} bytes outside PyTorch (Python lists, numpy arrays) for "
+                f"{pe.numel():,} input numbers: read each vector's angle instead of comparing it with a table of "
+                "encodings"
             )
     print("Exercise 2: OK: d_model = 32 counts to 35,332 with its slowest hand; d_model = 2 only to 6")
 
