@@ -75,10 +75,10 @@ $(GRADING): $(STAMP) requirements-grading.lock
 	  $(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$extension || exit 1; done
 	touch $@
 
-# A class on JupyterHub (README, "Teaching a class"): jupyterhub, nbgitpuller and repo2docker from their own hash-locked
-# file (requirements-hub.lock: what they add to the two locks above), and the hub's proxy from npm (tools/hub: its
-# package-lock.json holds every file's integrity hash). `make test` runs a real hub with both (tests/test_hub.py)
-# and checks the image's build plan with repo2docker (tests/test_binder.py).
+# A class on JupyterHub (docs/teaching.md, "Running a class on JupyterHub"): jupyterhub, nbgitpuller and repo2docker
+# from their own hash-locked file (requirements-hub.lock: what they add to the two locks above), and the hub's proxy
+# from npm (tools/hub: its package-lock.json holds every file's integrity hash). `make test` runs a real hub with both
+# (tests/test_hub.py) and checks the image's build plan with repo2docker (tests/test_binder.py).
 $(HUB): $(STAMP) $(GRADING) requirements-hub.lock
 	@$(PYTHON) tools/lock_addon.py hub --check
 	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements-hub.lock
@@ -91,9 +91,10 @@ $(HUB_PROXY): tools/hub/package.json tools/hub/package-lock.json
 
 setup: $(STAMP) $(GRADING) $(HUB) $(ASSETS) $(KERNEL) chromium $(HUB_PROXY)
 
-# What the course's image runs when repo2docker builds it (binder/postBuild; README, "Teaching a class"): the set-up
-# without Chromium and the proxy (the hub's, not the students'), every required asset fetched and verified. Jane
-# Austen's novels (optional: only retraining uses them) come from Debian's archive, which the image's Ubuntu lacks.
+# What the course's image runs when repo2docker builds it (binder/postBuild; docs/teaching.md, "Running a class on
+# JupyterHub"): the set-up without Chromium and the proxy (the hub's, not the students'), every required asset fetched
+# and verified. Jane Austen's novels (optional: only retraining uses them) come from Debian's archive, which the
+# image's Ubuntu lacks.
 image: $(STAMP) $(GRADING) $(HUB) $(KERNEL)
 	$(BIN)/python -c "from scratch import assets; [print(k, assets.verify(k), flush=True) for k in assets.all_assets() if k not in assets.OPTIONAL_ASSETS]"
 
@@ -135,9 +136,9 @@ test: setup lint
 	echo "$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)"; \
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)
 
-# Every notebook on the fast kernel (native kernels on every usable core; README, "Teaching a class"), lax: each must
-# run and its claim checks must hold off the pinned path too. One notebook at a time, since the kernel uses all cores.
-# Run it whenever a claim check changes.
+# Every notebook on the fast kernel (native kernels on every usable core; docs/numerics.md, "The fast kernel"), lax:
+# each must run and its claim checks must hold off the pinned path too. One notebook at a time, since the kernel uses
+# all cores. Run it whenever a claim check changes.
 test-fast: setup
 	SCRATCH_NUMERICS=native $(BIN)/python -m pytest notebooks --nbval-lax --nbval-kernel-name scratch-fast $(PYTEST_ARGS)
 
@@ -148,7 +149,7 @@ test-latest: $(ASSETS)
 	$(PYTHON) tools/test_latest.py --jobs $(JOBS)
 
 # Peak memory and time of each lecture on one core, pinned and fast kernels: the hub operator's sizing table
-# (README, "Teaching a class"; tools/sizing.py writes build/sizing/table.md).
+# (docs/teaching.md, "Sizing: what one student needs"; tools/sizing.py writes build/sizing/table.md).
 sizing: setup
 	$(BIN)/python tools/sizing.py $(NB)
 
@@ -169,8 +170,9 @@ outputs: setup
 	$(BIN)/nbstripout --keep-output --keep-count $(NB)
 	$(BIN)/python tools/outputs_machine.py record $(NB)
 
-# Grading a term with nbgrader (README, "Using it in class"; tools/grading.py, nbgrader_config.py) in the course
-# folder build/grading. ASSIGNMENT is one lecture's exercises (03_attention); FROM, the folder of its submissions.
+# Grading a term with nbgrader (docs/teaching.md, "Exercises and grading"; tools/grading.py, nbgrader_config.py) in
+# the course folder build/grading. ASSIGNMENT is one lecture's exercises (03_attention); FROM, the folder of its
+# submissions.
 # release: the student edition of every lecture (or of ASSIGNMENT) in build/grading/release/NN_topic/NN_topic.ipynb.
 release: $(GRADING)
 	$(BIN)/python tools/grading.py release $(ASSIGNMENT)

@@ -1,13 +1,13 @@
-"""JupyterHub for a class of the course, as tests/test_hub.py runs it on one machine (README, "Teaching a class").
+"""JupyterHub for a class of the course, as tests/test_hub.py runs it on one machine (docs/teaching.md).
 
     .venv/bin/jupyterhub -f jupyterhub_config.py      after `make setup` (which installs jupyterhub and the proxy)
 
 As it stands this is the smoke-test hub: any user name logs in (with SCRATCH_HUB_PASSWORD, if set), and every user's
 server runs as the hub's own system user with its home in /tmp/<name> (jupyterhub's SimpleLocalProcessSpawner: no
-isolation between students). For a real class change three things (the README says how for TLJH and Zero to
-JupyterHub): the authenticator (your school's OAuth/LDAP, or nativeauthenticator), the spawner (systemd, Docker
+isolation between students). For a real class change three things (docs/teaching.md says how for TLJH and Zero
+to JupyterHub): the authenticator (your school's OAuth/LDAP, or nativeauthenticator), the spawner (systemd, Docker
 or Kubernetes, running the course's image so that each student is a separate user with their own limits), and
-the limits below, from the README's sizing table. Students get the notebooks with an nbgitpuller link.
+the limits below, from the sizing table in docs/teaching.md. Students get the notebooks with an nbgitpuller link.
 
 Environment variables (the test sets them; a trial on one machine needs none):
     SCRATCH_HUB_STATE     folder for the hub's database, cookie secret and proxy pid (default build/hub)
@@ -58,8 +58,8 @@ if hasattr(os, "getuid") and os.getuid() == 0:  # containers and CI run as root;
 # A server and the course's kernel start in seconds, but a loaded machine or a class logging in at once is slower.
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 120
-# Per student, from the README's sizing table (peak memory of the heaviest lecture, one core). Spawners that can
-# enforce them (systemd, Docker, Kubernetes) do; this test spawner only passes them on as MEM_LIMIT/CPU_LIMIT.
+# Per student, from the sizing table in docs/teaching.md (peak memory of the heaviest lecture, one core). Spawners
+# that can enforce them (systemd, Docker, Kubernetes) do; this test spawner only passes them on as MEM_LIMIT/CPU_LIMIT.
 c.Spawner.mem_limit = "3G"
 c.Spawner.cpu_limit = 1.0
 c.Spawner.environment = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

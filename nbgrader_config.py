@@ -1,4 +1,4 @@
-"""nbgrader's configuration for grading the course's exercises (README, "Using it in class").
+"""nbgrader's configuration for grading the course's exercises (docs/teaching.md, "Exercises and grading").
 
 Run nbgrader from this folder (the make targets do): `make release`, `make collect`, `make autograde`,
 `make feedback` (tools/grading.py). The course folder nbgrader works in is build/grading (git-ignored):

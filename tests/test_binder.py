@@ -1,4 +1,5 @@
-"""The course's image, as repo2docker builds it (binder/; README, "Teaching a class"), checked without Docker.
+"""The course's image, as repo2docker builds it (binder/; docs/teaching.md, "Running a class on JupyterHub"),
+checked without Docker.
 
 `repo2docker --no-build` prints the Dockerfile it would build; the image's own steps are binder/postBuild, which
 runs `make image` in the image's Python environment, so `make -n image` with that environment shows them. Together

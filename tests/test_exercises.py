@@ -721,9 +721,9 @@ def submission(student_edition, answers):
 @pytest.mark.slow
 @pytest.mark.assets
 def test_nbgrader_grades_two_submissions_end_to_end(course, tmp_path):
-    """collect -> autograde -> feedback -> export, as README's four commands run them, on one lecture: a correct
-    submission gets full marks; one with a hostile borrowed answer (exercise 1), a wrong one (2) and a missing one
-    (3) gets the points of exercises 4 and 5, and its feedback shows the hints."""
+    """collect -> autograde -> feedback -> export, as docs/teaching.md's four commands run them, on one lecture: a
+    correct submission gets full marks; one with a hostile borrowed answer (exercise 1), a wrong one (2) and a missing
+    one (3) gets the points of exercises 4 and 5, and its feedback shows the hints."""
     path = NOTEBOOK_DIR / f"{GRADED}.ipynb"
     _, exercises = exercise_section(path)
     points = [grader(check)["points"] for _, _, check in exercises]

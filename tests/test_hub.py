@@ -6,7 +6,7 @@ student's server and kernel, and Chromium all run inside one that has only a loo
 is really cut off. Elsewhere the hub runs on the host's loopback with Python's proxies pointed at a closed port.
 Either way Chromium aborts and records any request that leaves 127.0.0.1.
 
-Two students log in at once (separate browser contexts), each opens the nbgitpuller link the README gives for
+Two students log in at once (separate browser contexts), each opens the nbgitpuller link docs/teaching.md gives for
 handing out a lecture (from a local git repository holding it, since the test has no network), and runs the
 lecture's first code cells in the notebook's own kernel. On the pinned path their printed outputs must equal
 the committed ones; on any machine no cell may fail. Then the hub stops and takes the servers with it; their
@@ -247,7 +247,8 @@ class Student:
         self.page.wait_for_url(re.compile(rf"/user/{self.name}/lab"), timeout=self.deadline.ms(200))
 
     def open_lecture(self):
-        """The README's nbgitpuller link: clone the course into the home folder, open the lecture in JupyterLab."""
+        """docs/teaching.md's nbgitpuller link: clone the course into the home folder, open the lecture in
+        JupyterLab."""
         link = (
             f"{self.hub['url']}/hub/user-redirect/git-pull?repo=file://{self.hub['repo']}&branch=main"
             f"&urlpath=lab/tree/{REPO_NAME}/notebooks/{LECTURE.name}"

@@ -1,4 +1,4 @@
-"""The steps of a term with nbgrader (README, "Using it in class"); the make targets run these.
+"""The steps of a term with nbgrader (docs/teaching.md, "Exercises and grading"); the make targets run these.
 
     python tools/grading.py release [NN_topic ...]      make release (and make student): the student edition
     python tools/grading.py collect NN_topic FOLDER      make collect: the students' notebooks into submitted/

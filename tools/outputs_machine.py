@@ -4,9 +4,9 @@
     python tools/outputs_machine.py record NB...   write this machine into each notebook's metadata
 
 The record (`metadata.scratch.outputs_made_on`, scratch.numerics.this_machine) is what `make test` compares against:
-a cell tagged `cpu-sensitive` is compared digit for digit only on a CPU of the same vendor (README, "Which machines
-compare outputs digit for digit"). Regenerating on another vendor moves that promise to the new vendor for the whole
-notebook, hence the warning.
+a cell tagged `cpu-sensitive` is compared digit for digit only on a CPU of the same vendor (docs/numerics.md,
+"Which machines compare outputs digit for digit"). Regenerating on another vendor moves that promise to the new
+vendor for the whole notebook, hence the warning.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`make sizing`: what one student needs per lecture, for the hub operator's table (README, "Teaching a class").
+"""`make sizing`: what one student needs per lecture, for the hub operator's table (docs/teaching.md, "Sizing: what
+one student needs").
 
 Each notebook runs top to bottom through nbconvert (outputs go to a scratch folder; the committed notebook is not
 touched) pinned to one core (`taskset -c CORE`), under `/usr/bin/time -v`, first in the course's pinned kernel, then
