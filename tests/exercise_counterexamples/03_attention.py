@@ -506,3 +506,26 @@ def dropout_output_variance(weights, V, p):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 3 still lacked: (a) an argument ignored, (d) the rule dodged through
+# another PyTorch function that does the forbidden trick (a cumulative logsumexp's last entry is the logsumexp).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(d) the normaliser from logcumsumexp's last entry": """
+def softmax(scores):
+    wide = scores.double()
+    return (wide - wide.logcumsumexp(dim=-1)[..., -1:]).exp().to(scores.dtype)
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(a) p ignored in the rescaling: survivors divided by 0.9, the lecture's p = 0.1": """
+def dropout_output_variance(weights, V, p):
+    if not 0 <= p < 1:
+        raise ValueError(f"p must be in [0, 1), got {p}")
+    scaled = weights / 0.9
+    return (p * (1 - p)) * (scaled**2) @ (V**2)
+""",
+    }
+)

@@ -37,6 +37,8 @@ SOFTMAX_SHORTCUTS = (
     "torch.logsumexp",
     "torch.Tensor.logsumexp",
     "torch.special.logsumexp",
+    "torch.logcumsumexp",  # its last entry along a row is the row's logsumexp
+    "torch.Tensor.logcumsumexp",
 )
 
 
