@@ -499,3 +499,43 @@ def gqa_by_hand(attn, x, mask=None):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 4 still lacked: (a) an argument read from the set-up instead of the one
+# given, (c) an edge case the statement covers (a mask of a shape that broadcasts, but not one of the three examples).
+WRONG_SOLUTIONS[3].update(
+    {
+        "(a) the number of heads read from the set-up's h = 4, not from mha": """
+def head_contributions(mha, x):
+    batch, n, d_model = x.shape
+    d_k = d_model // h
+    q = mha.w_q(x).view(batch, n, h, d_k).transpose(1, 2)
+    k = mha.w_k(x).view(batch, n, h, d_k).transpose(1, 2)
+    v = mha.w_v(x).view(batch, n, h, d_k).transpose(1, 2)
+    heads, _ = scaled_dot_product_attention(q, k, v)
+    return heads @ mha.w_o.weight.T.view(h, d_k, -1)
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(c) heads grouped under their K/V head: a key mask per head for the whole batch, (1, h, 1, N), fails": """
+def gqa_by_hand(attn, x, mask=None):
+    batch, n, d_model = x.shape
+    h, n_kv, d_k = attn.h, attn.n_kv_heads, attn.d_k
+    g = h // n_kv
+    q = attn.w_q(x).view(batch, n, n_kv, g, d_k).permute(0, 2, 3, 1, 4)  # (batch, n_kv, g, N, d_k)
+    k = attn.w_k(x).view(batch, n, n_kv, d_k).transpose(1, 2)[:, :, None]  # (batch, n_kv, 1, N, d_k)
+    v = attn.w_v(x).view(batch, n, n_kv, d_k).transpose(1, 2)[:, :, None]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (batch, n_kv, g, N, N)
+    if mask is not None:
+        if mask.dim() == 4 and mask.shape[1] == h:  # one mask per query head: group it like the heads
+            mask = mask.reshape(mask.shape[0], n_kv, g, n, n)
+        elif mask.dim() == 4:
+            mask = mask.unsqueeze(2)
+        scores = scores.masked_fill(~mask, -math.inf)
+    weights = torch.softmax(scores, dim=-1)
+    heads = (weights @ v).permute(0, 3, 1, 2, 4).reshape(batch, n, d_model)
+    return attn.w_o(heads)
+""",
+    }
+)

@@ -211,6 +211,9 @@ def gqa_by_hand(student_gqa):
                 "a padding mask (batch, 1, 1, N)": padding,
             }
             masks["a mask per head (batch, h, N, N)"] = per_head
+            keys_per_head = torch.rand(1, heads, 1, n) < 0.5  # the keys each head may see, in every sequence
+            keys_per_head[..., 0] = True
+            masks["a key mask per head for the whole batch (1, h, 1, N)"] = keys_per_head  # it broadcasts too
             for mask_name, mask in masks.items():
                 what = f"gqa_by_hand(d_model={d}, h={heads}, n_kv_heads={n_kv}, x {tuple(inputs.shape)}, {mask_name})"
                 with _no_grad():
@@ -226,7 +229,8 @@ def gqa_by_hand(student_gqa):
                 tensor(got, f"{what}: the output has the input's shape", shape=inputs.shape)
                 assert close(got, expected, atol=1e-10), (
                     f"hint: {what}: differs: which query heads does K/V head i serve, in which order? Pass the mask "
-                    "you are given (None: no mask) (lecture 4, grouped-query attention)"
+                    "you are given (None: no mask); any mask that broadcasts to (batch, h, N, N) must work "
+                    "(lecture 4, grouped-query attention)"
                 )
     shared = MultiHeadAttention(32, 4, n_kv_heads=2)
     print(f"W^K with 2 K/V heads for 4 query heads: {shared.w_k.weight.shape[0]} outputs instead of 32")
