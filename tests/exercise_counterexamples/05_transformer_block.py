@@ -684,3 +684,73 @@ def scale_residual_writes_(stack):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 5 still lacked: (b) a dtype the statement covers mishandled, (c) an edge
+# case it covers (a deep stack), (d) the rule dodged where the instrument does not look (the
+# keys and values of every position computed again at each step, in numpy, where PyTorch's FLOP counter sees nothing).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(b) the mean square in float32 whatever the dtype of x": """
+def rms_norm(x, gamma, eps=1e-6):
+    mean_square = (x.float() ** 2).mean(dim=-1, keepdim=True)
+    return x / torch.sqrt(mean_square + eps).to(x.dtype) * gamma
+
+
+def layer_norm_from_rms(x, gamma, beta, eps=1e-5):
+    centred = x - x.mean(dim=-1, keepdim=True)
+    return rms_norm(centred, gamma, eps) + beta
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(c) paths counted in int64 and compared with 0 at the end: a deep stack's counts overflow": """
+def receptive_field(masks):
+    n = masks[0].shape[-1]
+    keep = torch.eye(n, dtype=torch.bool)
+    paths = keep.long()
+    for mask in masks:
+        paths = (mask | keep).long() @ paths  # the number of ways from i down to j
+    return paths > 0
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(d) every position's keys and values projected again at each step, in numpy through DLPack": """
+import numpy as np
+
+def decoder_block_step(block, x_t, memory, cache):
+    batch, _, d = x_t.shape
+    heads, d_k = block.self_attn.h, d // block.self_attn.h
+
+    def split(t):
+        return t.view(batch, -1, heads, d_k).transpose(1, 2)
+
+    def project(linear, t):  # in numpy: PyTorch does not see these multiply-adds
+        out = np.from_dlpack(t.detach().contiguous()) @ np.from_dlpack(linear.weight.detach()).T
+        if linear.bias is not None:
+            out = out + np.from_dlpack(linear.bias.detach())
+        return torch.from_numpy(np.ascontiguousarray(out))
+
+    def attend(attn, query, keys_from):
+        q = split(attn.w_q(query))
+        k, v = split(project(attn.w_k, keys_from)), split(project(attn.w_v, keys_from))
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(dim=-1)
+        return attn.w_o((weights @ v).transpose(1, 2).reshape(batch, 1, d))
+
+    def self_attention(t):
+        cache["inputs"] = torch.cat([cache["inputs"], t], dim=1) if "inputs" in cache else t
+        return attend(block.self_attn, t, cache["inputs"])
+
+    x = x_t
+    if block.norm_first:
+        x = x + self_attention(block.norm1(x))
+        x = x + attend(block.cross_attn, block.norm2(x), memory)
+        return x + block.ffn(block.norm3(x))
+    x = block.norm1(x + self_attention(x))
+    x = block.norm2(x + attend(block.cross_attn, x, memory))
+    return block.norm3(x + block.ffn(x))
+""",
+    }
+)
