@@ -174,7 +174,7 @@ def test_committed_notebooks_record_the_machine_that_made_their_outputs():
 # The cells that failed strict nbval on an AMD EPYC when the outputs came from an Intel Xeon (issue 32), by nbval's
 # numbering. Each must be tagged, or that machine's make test fails again.
 FAILED_ACROSS_VENDORS = {
-    "03_attention.ipynb": [39],
+    "03_attention.ipynb": [38, 40],  # issue 35 redesigned section 6: the cells that print its trained results
     "05b_training_the_block.ipynb": [7, 15],
     "06_full_transformer.ipynb": [13, 15, 17, 19, 25, 26, 33, 34, 37, 39],
 }
