@@ -704,3 +704,44 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 6 still lacked: (b) an integer dtype too small for the ids the
+# statement allows, (c) an edge case it covers (every sequence empty), (d) the rule dodged through another path to the
+# same computation (PyTorch's own schedulers instead of the two formulas).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(b) rows built in an int16 tensor: ids past 32,767 wrap": """
+def make_decoder_batch(sequences, bos_id, eos_id, pad_id):
+    width = max(len(s) for s in sequences) + 2
+    rows = torch.full((len(sequences), width), pad_id, dtype=torch.int16)
+    for r, seq in enumerate(sequences):
+        rows[r, : len(seq) + 2] = torch.tensor([bos_id, *seq, eos_id], dtype=torch.int16)
+    rows = rows.long()
+    return rows[:, :-1], rows[:, 1:]
+""",
+        "(c) the width taken from the non-empty sequences: a batch of empty sequences fails": """
+def make_decoder_batch(sequences, bos_id, eos_id, pad_id):
+    width = max(len(s) for s in sequences if s) + 2
+    rows = [[bos_id, *s, eos_id] + [pad_id] * (width - len(s) - 2) for s in sequences]
+    rows = torch.tensor(rows, dtype=torch.long)
+    return rows[:, :-1], rows[:, 1:]
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(d) PyTorch's LinearLR and CosineAnnealingLR in closed form instead of the formulas": """
+def learning_rate(step, steps, peak, warmup, minimum):
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=peak)
+    if step < warmup:
+        schedule = torch.optim.lr_scheduler.LinearLR(
+            optimizer, start_factor=1 / warmup, end_factor=1.0, total_iters=max(warmup - 1, 1)
+        )
+        schedule.last_epoch = step
+    else:
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps - 1 - warmup, eta_min=minimum)
+        schedule.last_epoch = step - warmup
+    return schedule._get_closed_form_lr()[0]
+""",
+    }
+)
