@@ -685,3 +685,38 @@ def token_log_probs(model, ids):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 7 still lacked: (b) a dtype the statement names mishandled, (c) an
+# edge case it covers (a row with no ordinary token, where k is 0).
+WRONG_SOLUTIONS[1].update(
+    {
+        "(b) returned as int32, not the int64 the statement names": """
+def segment_ids(input_ids, sep_id, pad_id):
+    is_sep = (input_ids == sep_id).long()
+    seps_before = is_sep.cumsum(dim=1) - is_sep
+    return ((seps_before == 1) & (input_ids != pad_id)).int()
+""",
+    }
+)
+WRONG_SOLUTIONS[2].update(
+    {
+        "(c) k at least 1 even when a row has no ordinary token: a special token is picked": """
+def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
+    batch, T = ids.shape
+    n = (~special).sum(dim=1)
+    k = (prob * n.double()).round().long().clamp(min=1, max=max_predictions)
+    order = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0).argsort(dim=1)
+    picked = torch.zeros_like(special).scatter(1, order, torch.arange(T)[None, :] < k[:, None])
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(picked & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(picked & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    slots = torch.where(picked, torch.arange(T), T).sort(dim=1).values
+    slots = torch.cat([slots, torch.full((batch, max_predictions), T)], dim=1)[:, :max_predictions]
+    listed = slots < T
+    positions = torch.where(listed, slots, 0)
+    targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
+    return inputs, positions, targets
+""",
+    }
+)
