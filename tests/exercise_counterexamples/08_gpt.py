@@ -551,3 +551,71 @@ def llama_parameter_count(config):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 8 still lacked: (b) an integer dtype too small for the layers the
+# statement allows, (c) an edge case it covers (a message whose content starts or ends with whitespace), (d) the rule
+# dodged through a sibling model's copy of the forbidden functions (Mistral's rotary embedding and attention).
+WRONG_SOLUTIONS[3].update(
+    {
+        "(b) the settled layers counted in uint8: a lens of more than 255 layers wraps": """
+def logit_lens(model, ids):
+    with torch.no_grad():
+        hidden = model(ids, output_hidden_states=True).hidden_states
+        normed = [model.model.norm(h[0]) for h in hidden[:-1]] + [hidden[-1][0]]
+        return torch.stack(normed) @ model.model.embed_tokens.weight.T
+
+
+def settled_layer(lens):
+    top = lens.argmax(dim=-1)
+    agrees = (top == top[-1]).to(torch.uint8)
+    stays = agrees.flip(0).cumprod(dim=0).sum(dim=0, dtype=torch.uint8)  # the layers at the end that agree
+    return lens.shape[0] - stays.long()
+""",
+    }
+)
+WRONG_SOLUTIONS[1].update(
+    {
+        "(c) every content stripped: a message that starts or ends with whitespace loses it": """
+def chat_prompt(messages, add_generation_prompt=True):
+    default_system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    if messages and messages[0]["role"] != "system":
+        messages = [{"role": "system", "content": default_system}] + list(messages)
+    text = "".join(f"<|im_start|>{m['role']}\\n{m['content'].strip()}<|im_end|>\\n" for m in messages)
+    if add_generation_prompt:
+        text += "<|im_start|>assistant\\n"
+    return text
+""",
+    }
+)
+WRONG_SOLUTIONS[5].update(
+    {
+        "(d) Mistral's copies of Llama's rotary embedding and attention": """
+from transformers.models.mistral.modeling_mistral import apply_rotary_pos_emb, eager_attention_forward
+
+def decoder_layer_by_hand(layer, x, config):
+    n, d_model = x.shape
+    h, n_kv = config.num_attention_heads, config.num_key_value_heads
+    d_k, eps = d_model // h, config.rms_norm_eps
+
+    def rms_norm(z, gain):
+        return z / torch.sqrt(z.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
+
+    theta = config.rope_parameters["rope_theta"] ** (-torch.arange(0, d_k, 2, dtype=torch.float32) / d_k)
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * theta
+    angles = torch.cat([angles, angles], dim=-1)[None]  # (1, n, d_k): Llama's layout
+    attention = layer.self_attn
+    z = rms_norm(x, layer.input_layernorm.weight)
+    q = (z @ attention.q_proj.weight.T).view(1, n, h, d_k).transpose(1, 2)
+    k = (z @ attention.k_proj.weight.T).view(1, n, n_kv, d_k).transpose(1, 2)
+    v = (z @ attention.v_proj.weight.T).view(1, n, n_kv, d_k).transpose(1, 2)
+    q, k = apply_rotary_pos_emb(q, k, angles.cos().to(x.dtype), angles.sin().to(x.dtype))
+    future = torch.full((n, n), float("-inf"), dtype=x.dtype).triu(diagonal=1)[None, None]
+    heads, _ = eager_attention_forward(attention, q, k, v, future, scaling=d_k**-0.5)
+    a = x + heads.reshape(n, d_model) @ attention.o_proj.weight.T
+    mlp = layer.mlp
+    z = rms_norm(a, layer.post_attention_layernorm.weight)
+    gate = z @ mlp.gate_proj.weight.T
+    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T
+""",
+    }
+)

@@ -1,6 +1,8 @@
 """Checks of lecture 8's exercises (exercises/08_gpt.ipynb); see scratch.checks."""
 
 import copy
+import sys
+import types
 
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
@@ -24,6 +26,7 @@ __builtins__ = BUILTINS  # the built-ins as they were when the set-up cell impor
 
 forbid = tools.forbid
 _deepcopy, _no_grad, _fork_rng = copy.deepcopy, torch.no_grad, torch.random.fork_rng
+_modules, _Function = sys.modules, types.FunctionType
 
 # The checks' own SmolLM2 and tokenizer, loaded when the set-up imports this module.
 _SMOLLM2 = AutoModelForCausalLM.from_pretrained(assets.smollm2_dir(), dtype=torch.float32, attn_implementation="eager")
@@ -49,6 +52,7 @@ def chat_prompt(student_chat_prompt):
             {"role": "user", "content": "Bonjour?"},
         ],
         [{"role": "tool", "content": "42"}, {"role": "assistant", "content": "The answer is 42."}],  # other roles
+        [{"role": "user", "content": "  Two spaces first, a newline last\n"}],  # contents are taken as they are
     ]
     cases = [(c, g) for c in conversations for g in (True, False)]
     expected = [_TOKENIZER.apply_chat_template(c, add_generation_prompt=g, tokenize=False) for c, g in cases]
@@ -242,6 +246,14 @@ def logit_lens(student_logit_lens, student_settled_layer):
             f"hint: lens of {L} layers, {n} positions, {V} tokens: top tokens {values(random_lens.argmax(-1).T)} per "
             f"position, expected {values(_settled_reference(random_lens))}, got {values(settled)}"
         )
+    deep_lens = torch.randn(300, 3, 4, generator=generator)  # more layers than a small integer type counts
+    deep_lens[10:, torch.arange(3), torch.tensor([0, 2, 3])] += 100.0  # settled from layer 10 on (or earlier)
+    settled = settled_of(deep_lens, "a lens of 300 layers")
+    assert equal(settled, _settled_reference(deep_lens)), (
+        f"hint: a lens of 300 layers whose top tokens stay from layer 10 on: expected "
+        f"{values(_settled_reference(deep_lens))}, got {values(settled)}: count layers in a type that holds any "
+        "number of them"
+    )
     top, settled_real = real_lens.argmax(-1), _settled_reference(real_lens)
     tokens = [_TOKENIZER.decode(i) for i in ids[0]]
     for t in (tokens.index(" capital", 2), tokens.index(" is", 5)):
@@ -387,6 +399,26 @@ LAYER_SHORTCUTS = [
     "scratch.embeddings.rotate_half",
     "scratch.embeddings.apply_rotary",
 ]
+# Other model files of transformers carry their own copies of Llama's functions and layers (Mistral's, Qwen2's, ...).
+_COPIED_FUNCTIONS = ("apply_rotary_pos_emb", "rotate_half", "repeat_kv", "eager_attention_forward")
+_COPIED_LAYERS = ("RMSNorm", "RotaryEmbedding", "Attention", "MLP", "DecoderLayer")
+
+
+def _copies_of_llamas_parts():
+    """The copies of LAYER_SHORTCUTS' transformers functions and layers in every transformers model file loaded now
+    (a solution cell that imports one has run before its check)."""
+    names = []
+    for name, module in list(_modules.items()):
+        if module is None or not name.startswith("transformers.models.") or ".modeling_" not in name:
+            continue
+        for attribute, value in list(vars(module).items()):
+            if getattr(value, "__module__", None) != name:
+                continue  # imported from another file: its own file lists it
+            if attribute in _COPIED_FUNCTIONS and isinstance(value, _Function):
+                names.append(f"{name}.{attribute}")
+            elif isinstance(value, type) and attribute.endswith(_COPIED_LAYERS) and "forward" in vars(value):
+                names.append(f"{name}.{attribute}.forward")
+    return names
 
 
 def decoder_layer_by_hand(student_layer):
@@ -412,7 +444,8 @@ def decoder_layer_by_hand(student_layer):
         update = (expected - x).norm(dim=-1)  # what the layer adds, per position
         x_changed = x.clone()
         x_changed[-1] += 1.0  # change only the last position's input
-        with _no_grad(), forbid(*LAYER_SHORTCUTS, hint="compute the layer from its weight matrices"):
+        shortcuts = [*LAYER_SHORTCUTS, *(name for name in _copies_of_llamas_parts() if name not in LAYER_SHORTCUTS)]
+        with _no_grad(), forbid(*shortcuts, hint="compute the layer from its weight matrices"):
             got = call(student_layer, model.model.layers[i], x.clone(), model.config, what=what)
             got_changed = call(student_layer, model.model.layers[i], x_changed, model.config, what=what)
         tensor(got, what, shape=x.shape)
