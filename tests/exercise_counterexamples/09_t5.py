@@ -629,3 +629,50 @@ def t5_self_attention_weights(x, attention):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 9 still lacked: (b) an integer dtype too small for the counts the
+# statement asks for, (c) an edge case it covers (an empty list of lengths), (d) the rule dodged through a sibling
+# model's copy of the forbidden function (BART's shift_tokens_right).
+WRONG_SOLUTIONS[2].update(
+    {
+        "(b) the counts kept in int16: many or long sequences overflow": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    counts = torch.zeros(num_buckets, dtype=torch.int16)
+    for S in lengths:
+        position = torch.arange(S)
+        offsets = position[None, :] - position[:, None]
+        if not bidirectional:
+            offsets = offsets[offsets <= 0]
+        buckets = relative_position_bucket(offsets.flatten(), bidirectional, num_buckets, max_distance)
+        counts += torch.bincount(buckets, minlength=num_buckets).to(torch.int16)
+    return counts.long()
+""",
+        "(c) every sequence's offsets concatenated first: an empty list of lengths fails": """
+def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
+    everything = []
+    for S in lengths:
+        position = torch.arange(S)
+        offsets = position[None, :] - position[:, None]
+        everything.append(offsets.flatten() if bidirectional else offsets[offsets <= 0])
+    buckets = relative_position_bucket(torch.cat(everything), bidirectional, num_buckets, max_distance)
+    return torch.bincount(buckets, minlength=num_buckets)
+""",
+    }
+)
+WRONG_SOLUTIONS[3].update(
+    {
+        "(d) the decoder input from BART's copy of shift_tokens_right": """
+from transformers.models.bart.modeling_bart import shift_tokens_right
+
+def answer_log_probs(model, tokenizer, source, answers):
+    batch = tokenizer([source] * len(answers), return_tensors="pt")
+    targets = tokenizer(answers, padding=True, return_tensors="pt")
+    labels, real = targets.input_ids, targets.attention_mask.bool()
+    decoder_input_ids = shift_tokens_right(labels, tokenizer.pad_token_id, model.config.decoder_start_token_id)
+    with torch.no_grad():
+        logits = model(**batch, decoder_input_ids=decoder_input_ids).logits
+    picked = logits.log_softmax(-1).gather(-1, labels[..., None])[..., 0]
+    return (picked * real).sum(dim=-1)
+""",
+    }
+)

@@ -2,6 +2,8 @@
 
 import copy
 import random
+import sys
+import types
 
 from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5Attention
@@ -14,6 +16,28 @@ __builtins__ = BUILTINS  # the built-ins as they were when the set-up cell impor
 
 forbid = tools.forbid
 _deepcopy, _Random, _no_grad, _fork_rng = copy.deepcopy, random.Random, torch.no_grad, torch.random.fork_rng
+_modules, _Function = sys.modules, types.FunctionType
+_SHIFTS = ("_shift_right", "shift_right", "shift_tokens_right")
+
+
+def _copies_of_the_shift():
+    """Every shift of labels into decoder inputs in the transformers model files loaded now (BART's
+    shift_tokens_right and its copies, MT5's and UMT5's _shift_right, ...): a solution cell that imports one has run
+    before its check."""
+    names = []
+    for name, module in list(_modules.items()):
+        if module is None or not name.startswith("transformers.models.") or ".modeling_" not in name:
+            continue
+        for attribute, value in list(vars(module).items()):
+            if getattr(value, "__module__", None) != name:
+                continue  # imported from another file: its own file lists it
+            if attribute in _SHIFTS and isinstance(value, _Function):
+                names.append(f"{name}.{attribute}")
+            elif isinstance(value, type):
+                names += [f"{name}.{attribute}.{shift}" for shift in _SHIFTS if shift in vars(value)]
+    return names
+
+
 _generate_text = text_to_text.text_to_text_generate
 
 # The checks' own tiny T5 and tokenizer, loaded when the set-up imports this module.
@@ -180,6 +204,7 @@ def answer_log_probs(student_answer_log_probs):
         try:
             with forbid(
                 *shortcuts,
+                *(name for name in _copies_of_the_shift() if name not in shortcuts),
                 hint="build the decoder input from the labels yourself and read the log-probabilities from the logits",
             ):
                 for source, answers in questions:
