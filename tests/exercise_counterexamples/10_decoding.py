@@ -641,3 +641,31 @@ def speculative_greedy(target, draft, ids, max_new_tokens, k):
 """,
     }
 )
+
+# Written fresh for issue 34, the kinds lecture 10 still lacked: (c) an edge case the statement covers (p_min = 1),
+# (d) the rule dodged around the instrument (the target reached through the function behind the counter).
+WRONG_SOLUTIONS[2].update(
+    {
+        "(c) a strict comparison: at p_min = 1 even the most probable token is dropped": """
+def min_p_filter(z, p_min):
+    probs = torch.softmax(z, dim=-1)
+    threshold = p_min * probs.max(dim=-1, keepdim=True).values
+    return z.masked_fill(probs <= threshold, float("-inf")) if p_min > 0 else z.clone()
+""",
+    }
+)
+WRONG_SOLUTIONS[4].update(
+    {
+        "(d) the target called behind its counter, one token at a time; as many counted calls as a perfect draft": """
+@torch.no_grad()
+def speculative_greedy(target, draft, ids, max_new_tokens, k):
+    cells = [cell.cell_contents for cell in (getattr(target, "__closure__", None) or ())]
+    inner = next((c for c in cells if callable(c) and c is not target), target)  # behind a counting wrapper
+    for _ in range(max_new_tokens):
+        ids = torch.cat([ids, inner(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    for _ in range(math.ceil(max_new_tokens / (k + 1))):
+        target(ids)
+    return ids
+""",
+    }
+)
