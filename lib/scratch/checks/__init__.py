@@ -14,5 +14,5 @@ torch's functions, its instruments from `scratch.exercises`. A solution cell tha
 student's code runs under a time budget.
 
 The references the checks compare with are in these modules; a determined student can read them, as nbgrader's own
-documentation says of visible tests (README, "Using it in class").
+documentation says of visible tests (docs/teaching.md, "Exercises and grading").
 """
