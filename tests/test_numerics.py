@@ -175,7 +175,7 @@ def test_committed_notebooks_record_the_machine_that_made_their_outputs():
 # numbering. Each must be tagged, or that machine's make test fails again.
 FAILED_ACROSS_VENDORS = {
     "03_attention.ipynb": [38, 40],  # issue 35 redesigned section 6: the cells that print its trained results
-    "05b_training_the_block.ipynb": [7, 15],
+    "05b_training_the_block.ipynb": [8, 14, 17, 21, 25],  # issue 35 redesigned 5b: its five tables of trained results
     "06_full_transformer.ipynb": [13, 15, 17, 19, 25, 26, 33, 34, 37, 39],
 }
 
