@@ -121,6 +121,24 @@ def test_spam_emails_are_labelled_bodies_without_headers():
 
 
 @pytest.mark.assets
+def test_spam_draws_share_one_test_set_and_nest_their_sizes():
+    train, valid, test = corpora.spam_draw(0, n_train=100, n_valid=50, n_test=200)
+    assert (len(train), len(valid), len(test)) == (100, 50, 200)
+    ids = [[(e["group"], e["id"]) for e in part] for part in (train, valid, test)]
+    assert not set(ids[0]) & set(ids[1]) and not (set(ids[0]) | set(ids[1])) & set(ids[2])
+    assert all(corpora.is_held_out(corpora.email_text(e)) for e in test)
+    assert not any(corpora.is_held_out(corpora.email_text(e)) for e in train + valid)
+    other_train, _, other_test = corpora.spam_draw(1, n_train=100, n_test=200)
+    assert [(e["group"], e["id"]) for e in other_test] == ids[2]
+    assert [(e["group"], e["id"]) for e in other_train] != ids[0]
+    assert [(e["group"], e["id"]) for e in corpora.spam_draw(0, n_train=20)[0]] == ids[0][:20]
+    with pytest.raises(ValueError, match="seed must be at least 0"):
+        corpora.spam_draw(-1)
+    with pytest.raises(ValueError, match="at most"):
+        corpora.spam_draw(0, n_test=10_000)
+
+
+@pytest.mark.assets
 def test_austen_is_six_whole_novels():
     if not assets.apt_available():
         pytest.skip("Jane Austen's novels come from a Debian package: this system has no apt-get")

@@ -12,16 +12,19 @@ import torch
 from transformers import AutoModelForTokenClassification, BertForMaskedLM
 
 from recipes import (
+    char_gpt,
     minilm_lora_mlm,
     minilm_mlm_head,
     minilm_ner,
     minilm_nsp,
     minilm_nsp_stories,
+    spam_transfer,
     tiny_t5,
     tiny_t5_pretrained,
 )
 from recipes.common import cli
 from scratch import checkpoints
+from scratch.models import GPT, GPTConfig
 from scratch.text_to_text import TEXT_TO_TEXT_TASKS
 
 RECIPES = Path(__file__).parents[1] / "recipes"
@@ -34,7 +37,7 @@ def smoke(test):
 
 def test_every_checkpoint_names_its_recipe_and_command():
     folders = sorted(p for p in checkpoints.CHECKPOINT_DIR.iterdir() if p.is_dir())
-    assert len(folders) == 6
+    assert len(folders) == 8
     for folder in folders:
         recipe = folder.name.replace("-", "_")
         readme = (folder / "README.md").read_text()
@@ -204,3 +207,41 @@ def test_minilm_ner_trains_and_loads_as_a_token_classifier(shipped):
     with torch.no_grad():
         ours = tagger(checkpoints.frozen_block_outputs(encoder, batch.input_ids), batch.input_ids)
         torch.testing.assert_close(merged(**batch).logits, ours, atol=1e-4, rtol=1e-5)
+
+
+@smoke
+def test_char_gpt_records_loss_against_compute_and_loads(shipped):
+    config = char_gpt.Config(out=shipped / "char-gpt", longer_steps=4, larger_steps=2, larger_batch=4, warmup=1)
+    config.eval_every, config.eval_windows = 2, 4
+    metrics = char_gpt.main(config)
+    for name, variant in metrics["variants"].items():
+        assert [row["step"] for row in variant["curve"]][-1] == variant["steps"]
+        assert all(row["flops"] == 6 * variant["params"] * row["characters"] for row in variant["curve"])
+        model = GPT(GPTConfig.gpt2(vocab_size=81, max_len=char_gpt.CONTEXT, **char_gpt.SIZES[name]))
+        weights, metadata = checkpoints.read_checkpoint(shipped / "char-gpt" / f"{name}.safetensors")
+        checkpoints.load_trained(model, weights, name)
+        assert sum(p.numel() for p in model.parameters()) == variant["params"]
+        assert metadata["context"] == str(char_gpt.CONTEXT)
+
+
+def test_naive_bayes_counts_tokens_per_class():
+    train = torch.tensor([[5, 6, 0], [5, 5, 0], [7, 8, 0], [7, 7, 8]])
+    labels = torch.tensor([0, 0, 1, 1])
+    predicted = spam_transfer.naive_bayes(train, labels, torch.tensor([[5, 0, 0], [8, 7, 0], [9, 0, 0]]), 10, [0])
+    # token 9 was never seen: its add-one share is larger in ham, which counted fewer tokens (1/14 against 1/15)
+    assert predicted.tolist() == [0, 1, 0]
+
+
+@smoke
+def test_spam_transfer_tunes_the_random_start_and_scores_every_draw(shipped):
+    config = spam_transfer.Config(
+        out=shipped / "spam-transfer", sizes=[4, 8], draws=[0, 1], pretrained_epochs=[1, 1], n_test=10
+    )
+    config.random_lrs, config.max_epochs = [1e-4, 1e-3], 1
+    metrics = spam_transfer.main(config)
+    assert metrics["random_lr"] in config.random_lrs and len(metrics["random_lr_grid"]) == 2
+    assert [(row["draw"], row["size"]) for row in metrics["runs"]] == [(0, 4), (0, 8), (1, 4), (1, 8)]
+    for row in metrics["runs"]:
+        for start in ("naive_bayes", "random", "pretrained"):
+            assert 0 <= row[start]["accuracy"] <= 1
+        assert row["random"]["lr"] == metrics["random_lr"]

@@ -3,6 +3,7 @@
     moby_dick_chapters, moby_dick_text   Moby-Dick (Melville, 1851): 135 chapters, or one string
     austen_chapters                      Jane Austen's six novels by chapter (optional: Debian's archive)
     spam_emails, email_text              the SpamAssassin e-mails, and one e-mail as one line of text
+    spam_draw                            a draw of labelled training e-mails, and the fixed test e-mails (lecture 7)
     heldout_chapters, is_held_out        the fixed splits: every 10th chapter; an input whose crc32 is 0 mod 10
     split_words, split_sentences         a text's words and punctuation; its sentences
     CharDataset, moby_dick_dataset       a text as characters: train/val split, random (x, y) windows (lecture 5, 6)
@@ -129,6 +130,26 @@ def heldout_chapters(chapters: list[dict], every: int = 10) -> tuple[list[dict],
     """Moby-Dick split by chapter: every `every`-th chapter (10, 20, ...) is held out. -> (train, held_out)."""
     held = [c for c in chapters if int(c["chapter"]) % every == 0]
     return [c for c in chapters if int(c["chapter"]) % every != 0], held
+
+
+def spam_draw(seed: int, n_train: int = 100, n_valid: int = 200, n_test: int = 200):
+    """(train, valid, test) lists of spam_emails()'s dicts. train and valid: n_train and then n_valid e-mails of one
+    random order (seeded by `seed`) of the nine tenths not held out, so a smaller training set is a prefix of a larger
+    one. test: n_test held-out e-mails, the same for every seed (the order that seed 0 draws after its training
+    order)."""
+    seed, n_train = validate.integer(seed, "seed", minimum=0), validate.integer(n_train, "n_train")
+    emails = spam_emails()
+    held_out = [e for e in emails if is_held_out(email_text(e))]
+    rest = [e for e in emails if not is_held_out(email_text(e))]
+    if n_train + n_valid > len(rest) or n_test > len(held_out):
+        raise ValueError(f"at most {len(rest)} training and validation, {len(held_out)} test e-mails")
+    order = torch.randperm(len(rest), generator=torch.Generator().manual_seed(seed))
+    test_draw = torch.Generator().manual_seed(0)
+    torch.randperm(len(rest), generator=test_draw)  # seed 0's training order comes first
+    test = [held_out[i] for i in torch.randperm(len(held_out), generator=test_draw)[:n_test].tolist()]
+    train = [rest[i] for i in order[:n_train].tolist()]
+    valid = [rest[i] for i in order[n_train : n_train + n_valid].tolist()]
+    return train, valid, test
 
 
 def is_held_out(key: str) -> bool:
