@@ -9,7 +9,8 @@ Two variants, both GPT-2's kind (scratch.models.GPT), 32 characters of context, 
 
 Every eval_every steps each records the loss on the lecture's fixed validation windows (4 x 64 windows drawn with
 seeds 0-3), so metrics.json holds the loss against training compute (6 x parameters x characters, in FLOPs); at the
-end, the loss on the whole validation text. data/checkpoints/char-gpt/README.md gives the command.
+end, the loss on the whole validation text. Each variant's weights go to <out>/<variant>/model.safetensors (loaded by
+scratch.checkpoints.load_char_gpt). data/checkpoints/char-gpt/README.md gives the command.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def train_variant(name: str, text, config: Config) -> dict:
     )
     wall = time.time() - start
     characters_per_step = batch * CONTEXT
-    save_trained(model, config.out / f"{name}.safetensors", config=str(SIZES[name]), context=CONTEXT)
+    save_trained(model, config.out / name / "model.safetensors", **SIZES[name], context=CONTEXT)
     return {
         "size": SIZES[name],
         "params": params,

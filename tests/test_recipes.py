@@ -24,7 +24,6 @@ from recipes import (
 )
 from recipes.common import cli
 from scratch import checkpoints
-from scratch.models import GPT, GPTConfig
 from scratch.text_to_text import TEXT_TO_TEXT_TASKS
 
 RECIPES = Path(__file__).parents[1] / "recipes"
@@ -217,11 +216,11 @@ def test_char_gpt_records_loss_against_compute_and_loads(shipped):
     for name, variant in metrics["variants"].items():
         assert [row["step"] for row in variant["curve"]][-1] == variant["steps"]
         assert all(row["flops"] == 6 * variant["params"] * row["characters"] for row in variant["curve"])
-        model = GPT(GPTConfig.gpt2(vocab_size=81, max_len=char_gpt.CONTEXT, **char_gpt.SIZES[name]))
-        weights, metadata = checkpoints.read_checkpoint(shipped / "char-gpt" / f"{name}.safetensors")
-        checkpoints.load_trained(model, weights, name)
-        assert sum(p.numel() for p in model.parameters()) == variant["params"]
-        assert metadata["context"] == str(char_gpt.CONTEXT)
+        model = checkpoints.load_char_gpt(name)
+        assert sum(p.numel() for p in model.parameters()) == variant["params"] and not model.training
+        assert model.max_len == char_gpt.CONTEXT and model.config.d_model == char_gpt.SIZES[name]["d_model"]
+    with pytest.raises(ValueError, match="variant must be one of"):
+        checkpoints.load_char_gpt("huge")
 
 
 def test_naive_bayes_counts_tokens_per_class():

@@ -20,6 +20,7 @@ adapters' rank and alpha. Everything else is MiniLM's, as installed.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import tempfile
@@ -43,7 +44,7 @@ from transformers.utils import logging
 from scratch import assets
 from scratch.attention import padding_mask
 from scratch.lora import add_lora, merge_lora, trainable_state
-from scratch.models import BERT
+from scratch.models import BERT, GPT, GPTConfig
 from scratch.pretrained import BERT_LAYER, from_hf_bert
 from scratch.training import eval_mode
 
@@ -103,6 +104,27 @@ def load_tiny_t5(name: str = "tiny-t5"):
     folder = checkpoint_dir(name)
     model = T5ForConditionalGeneration.from_pretrained(folder, use_safetensors=True).eval()
     return model, AutoTokenizer.from_pretrained(folder)
+
+
+def recorded_metrics(name: str) -> dict:
+    """The metrics.json a recipe wrote beside its checkpoint (data/checkpoints/<name>/metrics.json)."""
+    path = CHECKPOINT_DIR / name / "metrics.json"
+    if not path.is_file():
+        raise assets.AssetError(f"{path} is missing. Fix: `git checkout -- data/checkpoints/{name}`")
+    return json.loads(path.read_text())
+
+
+def load_char_gpt(variant: str, name: str = "char-gpt") -> GPT:
+    """Lecture 6's character GPT trained with more compute (recipes/char_gpt.py): the variant 'longer' or 'larger',
+    in eval mode."""
+    variants = recorded_metrics(name)["variants"]
+    if variant not in variants:
+        raise ValueError(f"variant must be one of {sorted(variants)}, got {variant!r}")
+    weights, metadata = read_checkpoint(checkpoint_dir(f"{name}/{variant}") / "model.safetensors")
+    sizes = {key: int(metadata[key]) for key in ("d_model", "h", "N", "d_ff")}
+    vocab_size = weights["tok_embed.weight"].shape[0]
+    model = GPT(GPTConfig.gpt2(vocab_size=vocab_size, max_len=int(metadata["context"]), **sizes))
+    return load_trained(model, weights, f"{name}/{variant}")
 
 
 # ---------------------------------------------------------------- MiniLM's fine-tunes
