@@ -224,9 +224,11 @@ def test_char_gpt_records_loss_against_compute_and_loads(shipped):
 
 
 def test_naive_bayes_counts_tokens_per_class():
-    train = torch.tensor([[5, 6, 0], [5, 5, 0], [7, 8, 0], [7, 7, 8]])
-    labels = torch.tensor([0, 0, 1, 1])
-    predicted = spam_transfer.naive_bayes(train, labels, torch.tensor([[5, 0, 0], [8, 7, 0], [9, 0, 0]]), 10, [0])
+    train = {"input_ids": torch.tensor([[5, 6, 0], [5, 5, 0], [7, 8, 0], [7, 7, 8]])}
+    train["attention_mask"] = (train["input_ids"] != 0).long()
+    test = {"input_ids": torch.tensor([[5, 0, 0], [8, 7, 0], [9, 0, 0]])}
+    test["attention_mask"] = (test["input_ids"] != 0).long()
+    predicted = spam_transfer.naive_bayes(train, torch.tensor([0, 0, 1, 1]), test, 10)
     # token 9 was never seen: its add-one share is larger in ham, which counted fewer tokens (1/14 against 1/15)
     assert predicted.tolist() == [0, 1, 0]
 
