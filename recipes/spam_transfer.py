@@ -8,7 +8,7 @@ seeds 0, 1, 2) and the same 200 held-out test e-mails, each reading an e-mail's 
     random        MiniLM's architecture from random weights (from_config), every weight trained. Tuned: the
                   learning rate picked from a grid by accuracy on 200 validation e-mails (100 labelled, draw 0),
                   then trained at each size until it fits its training e-mails (an epoch's mean loss below
-                  fit_loss) or max_epochs
+                  fit_loss) or max_steps
     pretrained    MiniLM's weights, every weight trained at lecture 7's rate (1e-4) for the lecture's epochs
 
 Each run seeds its weights and batch order with its draw's seed; draw 0 with 100 e-mails is the run lecture 7 trains
@@ -42,9 +42,9 @@ class Config:
     sizes: list[int] = field(default_factory=lambda: [20, 50, 100])  # labelled e-mails (a prefix of the draw)
     draws: list[int] = field(default_factory=lambda: [0, 1, 2])  # spam_draw seeds
     pretrained_epochs: list[int] = field(default_factory=lambda: [10, 6, 3])  # per size, as lecture 7 trains
-    pretrained_lr: float = 1e-4
-    random_lrs: list[float] = field(default_factory=lambda: [1e-4, 3e-4, 1e-3])  # the random start's grid
-    max_epochs: int = 20  # the random start trains at most this long ...
+    pretrained_lr: float = 1e-4  # lecture 7's rate
+    random_lrs: list[float] = field(default_factory=lambda: [3e-5, 1e-4, 3e-4])  # the random start's grid
+    max_steps: int = 300  # the random start trains at most this many steps (whole epochs) ...
     fit_loss: float = 0.05  # ... or until an epoch's mean training loss falls below this
     n_test: int = 200
     threads: int = 1
@@ -120,6 +120,11 @@ def scores(predicted: torch.Tensor, labels: torch.Tensor) -> dict:
     }
 
 
+def epochs_within(steps: int, size: int) -> int:
+    """The whole epochs of batches of BATCH that fit in `steps` optimizer steps (at least one)."""
+    return max(1, steps // math.ceil(size / BATCH))
+
+
 def run(start, lr, epochs, seed, train_x, train_y, test_x, test_y, fit_loss=None, valid=None) -> dict:
     began = time.time()
     model = classifier(start, seed)
@@ -154,7 +159,16 @@ def main(config: Config) -> dict:
     (train_x, train_y), valid, (test_x, test_y) = data(config.draws[0])
     tuning = {
         lr: run(
-            "random", lr, config.max_epochs, config.draws[0], train_x, train_y, test_x, test_y, config.fit_loss, valid
+            "random",
+            lr,
+            epochs_within(config.max_steps, largest),
+            config.draws[0],
+            train_x,
+            train_y,
+            test_x,
+            test_y,
+            config.fit_loss,
+            valid,
         )
         for lr in config.random_lrs
     }
@@ -174,7 +188,17 @@ def main(config: Config) -> dict:
             if draw == config.draws[0] and size == largest:
                 row["random"] = tuning[best_lr]
             else:
-                row["random"] = run("random", best_lr, config.max_epochs, draw, x, y, test_x, test_y, config.fit_loss)
+                row["random"] = run(
+                    "random",
+                    best_lr,
+                    epochs_within(config.max_steps, size),
+                    draw,
+                    x,
+                    y,
+                    test_x,
+                    test_y,
+                    config.fit_loss,
+                )
             metrics["runs"].append(row)
             write_json(out, metrics)
     return metrics

@@ -238,7 +238,7 @@ def test_spam_transfer_tunes_the_random_start_and_scores_every_draw(shipped):
     config = spam_transfer.Config(
         out=shipped / "spam-transfer", sizes=[4, 8], draws=[0, 1], pretrained_epochs=[1, 1], n_test=10
     )
-    config.random_lrs, config.max_epochs = [1e-4, 1e-3], 1
+    config.random_lrs, config.max_steps = [1e-4, 1e-3], 1
     metrics = spam_transfer.main(config)
     assert metrics["random_lr"] in config.random_lrs and len(metrics["random_lr_grid"]) == 2
     assert [(row["draw"], row["size"]) for row in metrics["runs"]] == [(0, 4), (0, 8), (1, 4), (1, 8)]
