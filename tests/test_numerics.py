@@ -176,7 +176,9 @@ def test_committed_notebooks_record_the_machine_that_made_their_outputs():
 FAILED_ACROSS_VENDORS = {
     "03_attention.ipynb": [38, 40],  # issue 35 redesigned section 6: the cells that print its trained results
     "05b_training_the_block.ipynb": [8, 14, 17, 21, 25],  # issue 35 redesigned 5b: its five tables of trained results
-    "06_full_transformer.ipynb": [13, 15, 17, 19, 25, 26, 33, 34, 37, 39],
+    # issue 35: section 7's live greedy and sampled texts (then 37 and 39) are one cell now, beside the longer and
+    # larger models' (38); 36 prints the live run's loss again beside theirs
+    "06_full_transformer.ipynb": [13, 15, 17, 19, 25, 26, 33, 34, 36, 38],
 }
 
 
