@@ -63,6 +63,22 @@ def test_broken_checkpoint_is_a_fail(tmp_path, monkeypatch):
     assert not ok and "not a safetensors file" in what and "git checkout" in fix
 
 
+def test_variant_folders_and_results_only_folders_are_checked(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path)
+    (tmp_path / "variants" / "small").mkdir(parents=True)
+    (tmp_path / "variants" / "small" / "model.safetensors").write_bytes(b"not a safetensors file")
+    ok, what, _ = check.check_checkpoint("variants")
+    assert not ok and "variants/small" in what and "not a safetensors file" in what
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "metrics.json").write_text('{"runs": []}')
+    assert check.check_checkpoint("results")[0]
+    (tmp_path / "results" / "metrics.json").write_text("{not json")
+    assert not check.check_checkpoint("results")[0]
+    (tmp_path / "empty").mkdir()
+    ok, what, _ = check.check_checkpoint("empty")
+    assert not ok and "model.safetensors is missing" in what
+
+
 def test_main_lists_every_package_and_asset_and_fails_on_a_fail(monkeypatch, capsys):
     monkeypatch.setattr(check, "pinned_packages", lambda: {"pytest": "0.0.1"})
     assert check.main() == 1

@@ -147,11 +147,21 @@ def check_checkpoints() -> list[tuple[bool, str, str]]:
 
 
 def check_checkpoint(name: str) -> tuple[bool, str, str]:
+    """A folder holds model.safetensors, or one subfolder per variant that does (char-gpt), or only the results a
+    recipe recorded (spam-transfer: metrics.json)."""
     from scratch import checkpoints  # imported here: see check_checkpoints
 
+    folder = checkpoints.CHECKPOINT_DIR / name
+    variants = sorted(p.name for p in folder.iterdir() if p.is_dir())
     try:
-        checkpoints.checkpoint_dir(name)
-    except assets.AssetError as error:
+        if variants:
+            for variant in variants:
+                checkpoints.checkpoint_dir(f"{name}/{variant}")
+        elif (folder / "metrics.json").is_file() and not (folder / "model.safetensors").exists():
+            checkpoints.recorded_metrics(name)
+        else:
+            checkpoints.checkpoint_dir(name)
+    except (assets.AssetError, ValueError) as error:
         return False, f"checkpoint {name}: {error}", f"git checkout -- data/checkpoints/{name}"
     return True, f"checkpoint {name}", ""
 
