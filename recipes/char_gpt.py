@@ -1,10 +1,13 @@
 """char-gpt (lecture 6, section 7): lecture 6's character-level GPT on Moby-Dick trained with more compute, so the
 lecture can set its live run (600 steps of 32 windows) beside what longer training and a larger model buy.
 
-Two variants, both GPT-2's kind (scratch.models.GPT), 32 characters of context, trained with lecture 6's recipe
-(AdamW, fused; clipping at 1.0; warm-up, then the cosine schedule down to a tenth of the peak):
+Three variants, all GPT-2's kind (scratch.models.GPT), 32 characters of context, trained with lecture 6's recipe
+(AdamW, fused; clipping at 1.0; warm-up, then the cosine schedule down to a tenth of the peak), each with every seed
+in `seeds` (the seed of the weights and of the batch order):
 
-    longer   the lecture's model (d_model 128, h 4, N 2, d_ff 512: 0.41 M parameters), 8 times the live run's steps
+    live     the lecture's live run (d_model 128, h 4, N 2, d_ff 512: 0.41 M parameters), 600 steps of 32 windows;
+             seed 0 is the run the lecture trains, the others give its spread (no weights kept)
+    longer   the same model, 8 times the live run's steps
     larger   d_model 192, h 6, N 4, d_ff 768 (1.8 M parameters), windows of 32 characters, 64 per step
 
 Every eval_every steps each records the loss on the lecture's fixed validation windows (4 x 64 windows drawn with
@@ -32,6 +35,7 @@ from scratch.training import sequence_loss, train
 
 CONTEXT = 32  # characters, as in lecture 6
 SIZES = {
+    "live": dict(d_model=128, h=4, N=2, d_ff=512),
     "longer": dict(d_model=128, h=4, N=2, d_ff=512),
     "larger": dict(d_model=192, h=6, N=4, d_ff=768),
 }
@@ -40,7 +44,9 @@ SIZES = {
 @dataclass
 class Config:
     out: Path = checkpoint_folder("char-gpt")
-    variants: list[str] = field(default_factory=lambda: ["longer", "larger"])
+    variants: list[str] = field(default_factory=lambda: ["live", "longer", "larger"])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # weights kept for the first only
+    live_steps: int = 600  # lecture 6's live run
     longer_steps: int = 4800  # 8 x the live run's 600
     longer_batch: int = 32  # windows per step
     larger_steps: int = 1200
@@ -48,9 +54,8 @@ class Config:
     lr: float = 6e-3  # the live run's peak rate (longer)
     larger_lr: float = 3e-3  # a wider, deeper model: half the rate
     warmup: int = 60
-    eval_every: int = 200
+    eval_every: int = 200  # (the live variant: every 100 steps, as the lecture)
     eval_windows: int = 64  # windows per fixed validation batch (4 batches)
-    seed: int = 0
     threads: int = 1
 
 
@@ -68,12 +73,13 @@ def full_loss(model, ids: torch.Tensor) -> float:
     return sum(losses) / windows
 
 
-def train_variant(name: str, text, config: Config) -> dict:
+def train_variant(name: str, text, config: Config, seed: int) -> dict:
     steps, batch, lr = {
+        "live": (config.live_steps, config.longer_batch, config.lr),
         "longer": (config.longer_steps, config.longer_batch, config.lr),
         "larger": (config.larger_steps, config.larger_batch, config.larger_lr),
     }[name]
-    seed_everything(config.seed)
+    seed_everything(seed)
     model = GPT(GPTConfig.gpt2(vocab_size=text.vocab_size, max_len=CONTEXT, **SIZES[name]))
     params = sum(p.numel() for p in model.parameters())
     fixed = fixed_batches(text, config.eval_windows)
@@ -81,7 +87,7 @@ def train_variant(name: str, text, config: Config) -> dict:
     def fixed_loss(m) -> float:
         return sum(sequence_loss(m(inputs), targets).item() for inputs, targets in fixed) / len(fixed)
 
-    generator = torch.Generator().manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(seed)
     start = time.time()
     history = train(
         model,
@@ -90,12 +96,15 @@ def train_variant(name: str, text, config: Config) -> dict:
         lr=lr,
         warmup=config.warmup,
         eval_fn=fixed_loss,
-        eval_every=config.eval_every,
+        eval_every=max(1, config.eval_every // 2) if name == "live" else config.eval_every,
+        seed=seed,
     )
     wall = time.time() - start
     characters_per_step = batch * CONTEXT
-    save_trained(model, config.out / name / "model.safetensors", **SIZES[name], context=CONTEXT)
+    if name != "live" and seed == config.seeds[0]:
+        save_trained(model, config.out / name / "model.safetensors", **SIZES[name], context=CONTEXT)
     return {
+        "seed": seed,
         "size": SIZES[name],
         "params": params,
         "steps": steps,
@@ -121,8 +130,21 @@ def main(config: Config) -> dict:
     text = moby_dick_dataset()
     metrics = {"data": "Moby-Dick characters, lecture 6's split", "variants": {}}
     for name in config.variants:
-        metrics["variants"][name] = train_variant(name, text, config)
-        write_json(config.out / "metrics.json", metrics)  # after each variant, so a long run leaves what it has
+        runs = []
+        for seed in config.seeds:
+            runs.append(train_variant(name, text, config, seed))
+            # the first seed's run in full; every seed's losses, for the spread
+            metrics["variants"][name] = runs[0] | {
+                "seeds": [
+                    {
+                        "seed": r["seed"],
+                        "val_loss": [row["val_loss"] for row in r["curve"]],
+                        "full_val_loss": r["full_val_loss"],
+                    }
+                    for r in runs
+                ]
+            }
+            write_json(config.out / "metrics.json", metrics)  # after each run, so a long run leaves what it has
     return metrics
 
 

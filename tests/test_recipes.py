@@ -209,13 +209,22 @@ def test_minilm_ner_trains_and_loads_as_a_token_classifier(shipped):
 
 
 @smoke
-def test_char_gpt_records_loss_against_compute_and_loads(shipped):
-    config = char_gpt.Config(out=shipped / "char-gpt", longer_steps=4, larger_steps=2, larger_batch=4, warmup=1)
+def test_char_gpt_records_loss_against_compute_per_seed_and_loads(shipped):
+    config = char_gpt.Config(
+        out=shipped / "char-gpt", seeds=[0, 1], live_steps=2, longer_steps=4, larger_steps=2, larger_batch=4, warmup=1
+    )
     config.eval_every, config.eval_windows = 2, 4
     metrics = char_gpt.main(config)
+    assert list(metrics["variants"]) == ["live", "longer", "larger"]
     for name, variant in metrics["variants"].items():
+        assert variant["seed"] == 0 and [run["seed"] for run in variant["seeds"]] == [0, 1]
+        assert variant["seeds"][0]["val_loss"] == [row["val_loss"] for row in variant["curve"]]
+        assert variant["seeds"][1]["val_loss"] != variant["seeds"][0]["val_loss"]  # other weights, other batches
         assert [row["step"] for row in variant["curve"]][-1] == variant["steps"]
         assert all(row["flops"] == 6 * variant["params"] * row["characters"] for row in variant["curve"])
+        if name == "live":
+            assert not (shipped / "char-gpt" / "live").exists()  # the lecture trains it: no weights kept
+            continue
         model = checkpoints.load_char_gpt(name)
         assert sum(p.numel() for p in model.parameters()) == variant["params"] and not model.training
         assert model.max_len == char_gpt.CONTEXT and model.config.d_model == char_gpt.SIZES[name]["d_model"]
