@@ -13,6 +13,7 @@ from transformers import AutoModelForTokenClassification, BertForMaskedLM
 
 from recipes import (
     char_gpt,
+    digits_sft,
     minilm_lora_mlm,
     minilm_mlm_head,
     minilm_ner,
@@ -36,7 +37,7 @@ def smoke(test):
 
 def test_every_checkpoint_names_its_recipe_and_command():
     folders = sorted(p for p in checkpoints.CHECKPOINT_DIR.iterdir() if p.is_dir())
-    assert len(folders) == 8
+    assert len(folders) == 9
     for folder in folders:
         recipe = folder.name.replace("-", "_")
         readme = (folder / "README.md").read_text()
@@ -255,3 +256,19 @@ def test_spam_transfer_tunes_the_random_start_and_scores_every_draw(shipped):
         for start in ("naive_bayes", "random", "pretrained"):
             assert 0 <= row[start]["accuracy"] <= 1
         assert row["random"]["lr"] == metrics["random_lr"]
+
+
+@smoke
+def test_digits_sft_scores_every_seed_before_and_after(shipped):
+    config = digits_sft.Config(out=shipped / "digits-sft", seeds=[0, 1], n_train=4, n_test=2, batch=2, warmup=1)
+    metrics = digits_sft.main(config)
+    assert metrics["before"] == 0.0 and [run["seed"] for run in metrics["seeds"]] == [0, 1]
+    for run in metrics["seeds"]:
+        assert 0 <= run["after"] <= 1 and len(run["train_loss"]) == 2  # 4 numbers, 2 a step, each once
+    assert checkpoints.recorded_metrics("digits-sft") == metrics
+
+
+def test_digits_sft_draws_lecture_8s_numbers():
+    train, test = digits_sft.lecture_numbers(80, 25)
+    assert len(train) == 80 and len(test) == 25 and not set(train) & set(test)
+    assert all(1 <= n <= 999 for n in train + test)

@@ -19,6 +19,7 @@ A module imports only modules above it in this table (tests/test_package.py hold
     number_words   English -> German number words, lecture 6's translation task
     objectives     BERT's masking (80/10/10), token-classification labels, T5's span corruption; IGNORE_INDEX
     lora           low-rank adapters: add, merge, the trained tensors (lecture 7)
+    sft            supervised fine-tuning of a chat model: conversations, the loss on the answer only (lecture 8)
     metrics        exact match, BIO spans and span scores, fill-mask accuracy, distinct-n and repetition
     bert_tasks     lecture 7's task data: fill-mask test words, next-sentence pairs, gazetteer tags
     text_to_text   T5's text-to-text tasks and their greedy answers (lecture 9)
