@@ -1,13 +1,13 @@
 """char-gpt (lecture 6, section 7): lecture 6's character-level GPT on Moby-Dick trained with more compute, so the
-lecture can set its live run (400 steps of 32 windows) beside what longer training and a larger model buy.
+lecture can set its live run (240 steps of 32 windows) beside what longer training and a larger model buy.
 
 Three variants, all GPT-2's kind (scratch.models.GPT), 32 characters of context, trained with lecture 6's recipe
 (AdamW, fused; clipping at 1.0; warm-up, then the cosine schedule down to a tenth of the peak), each with every seed
 in `seeds` (the seed of the weights and of the batch order):
 
-    live     the lecture's live run (d_model 128, h 4, N 2, d_ff 512: 0.41 M parameters), 400 steps of 32 windows;
+    live     the lecture's live run (d_model 128, h 4, N 2, d_ff 512: 0.41 M parameters), 240 steps of 32 windows;
              seed 0 is the run the lecture trains, the others give its spread (no weights kept)
-    longer   the same model, 12 times the live run's steps
+    longer   the same model, 20 times the live run's steps
     larger   d_model 192, h 6, N 4, d_ff 768 (1.8 M parameters), windows of 32 characters, 64 per step
 
 Every eval_every steps each records the loss on the lecture's fixed validation windows (4 x 64 windows drawn with
@@ -46,8 +46,8 @@ class Config:
     out: Path = checkpoint_folder("char-gpt")
     variants: list[str] = field(default_factory=lambda: ["live", "longer", "larger"])
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # weights kept for the first only
-    live_steps: int = 400  # lecture 6's live run
-    longer_steps: int = 4800  # 12 x the live run's 400
+    live_steps: int = 240  # lecture 6's live run
+    longer_steps: int = 4800  # 20 x the live run's 240
     longer_batch: int = 32  # windows per step
     larger_steps: int = 1200
     larger_batch: int = 64
