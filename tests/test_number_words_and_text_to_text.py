@@ -24,6 +24,7 @@ from scratch.number_words import (
 )
 from scratch.text_to_text import (
     CLASSIFY,
+    NEW_TASKS,
     T5_TASKS,
     TEXT_TO_TEXT_TASKS,
     spam_examples,
@@ -230,6 +231,22 @@ def test_text_to_text_examples_are_right():
     assert text_to_text_example("translate German to English", random.Random(1), max_number=21)[0] in {
         f"translate German to English: {german_number(n)}" for n in range(22)
     }
+
+
+def test_new_tasks_draw_the_lists_of_sort_and_keep_its_split():
+    """sort descending and largest: the same number lists as sort from the same rng, held out by the sorted list."""
+    assert NEW_TASKS == ("sort descending", "largest") and not set(NEW_TASKS) & set(T5_TASKS)
+    for split in ("train", "val"):
+        for seed in range(20):
+            sort_source, sort_target = text_to_text_example("sort", random.Random(seed), split)
+            numbers = sort_source.removeprefix("sort: ")
+            descending = text_to_text_example("sort descending", random.Random(seed), split)
+            largest = text_to_text_example("largest", random.Random(seed), split)
+            assert descending == ("sort descending: " + numbers, " ".join(sort_target.split()[::-1]))
+            assert largest == ("largest: " + numbers, str(max(map(int, numbers.split()))))
+            assert is_held_out(sort_target) == (split == "val")
+    pairs = text_to_text_dataset(5, "val", seed=1, tasks=NEW_TASKS)
+    assert [s.split(": ")[0] for s, _ in pairs] == ["sort descending"] * 5 + ["largest"] * 5
 
 
 def test_translation_directions_agree_and_prefix_names_the_task():

@@ -27,7 +27,9 @@ from scratch.text_to_text import (
     T5_TASKS,
     TEXT_TO_TEXT_TASKS,
     spam_examples,
+    fine_tune,
     text_to_text_accuracy,
+    text_to_text_batch,
     text_to_text_dataset,
     text_to_text_generate,
 )
@@ -255,3 +257,36 @@ def test_unsafe_checkpoint_folders_are_refused(tmp_path, monkeypatch):
         checkpoints.checkpoint_dir("tiny-t5")
     with pytest.raises(assets.AssetError, match="'missing' not found"):
         checkpoints.checkpoint_dir("missing")
+
+
+def test_text_to_text_batch_is_the_tokenizers_with_padded_labels_ignored(tiny_t5):
+    model, tokenizer = tiny_t5
+    pairs = [("reverse: a b c d", "d c b a"), ("translate English to German: nine", "neun")]
+    batch = text_to_text_batch(tokenizer, pairs)
+    reference = tokenizer([s for s, _ in pairs], text_target=[t for _, t in pairs], padding=True, return_tensors="pt")
+    assert sorted(batch) == ["attention_mask", "input_ids", "labels"]
+    assert torch.equal(batch["input_ids"], reference.input_ids)
+    padding = reference.labels == tokenizer.pad_token_id
+    assert padding.any() and torch.equal(batch["labels"], reference.labels.masked_fill(padding, IGNORE_INDEX))
+    with torch.no_grad():  # the loss averages the real labels only
+        logits = model(**batch).logits
+        by_hand = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten())
+        assert torch.allclose(model(**batch).loss, by_hand, atol=1e-6)
+    with pytest.raises(ValueError, match="pairs is empty"):
+        text_to_text_batch(tokenizer, [])
+
+
+def test_fine_tune_teaches_a_new_prefix_in_place(tiny_t5):
+    model, tokenizer = tiny_t5
+    student = copy.deepcopy(model)
+    pairs = text_to_text_dataset(32, "train", seed=0, tasks=["largest"])
+    before = student.lm_head.weight.detach().clone()
+    history = fine_tune(student, tokenizer, pairs, 8, lr=1e-3, batch_size=8, seed=0, progress=False)
+    assert len(history.train_loss) == 8 and history.train_loss[-1] < history.train_loss[0]
+    assert not student.training and not torch.equal(student.lm_head.weight, before)
+    again = copy.deepcopy(model)
+    assert fine_tune(again, tokenizer, pairs, 8, lr=1e-3, batch_size=8, seed=0, progress=False).train_loss == (
+        history.train_loss
+    )
+    with pytest.raises(ValueError, match="batch_size 40 is more than the 32 pairs"):
+        fine_tune(copy.deepcopy(model), tokenizer, pairs, 2, batch_size=40)

@@ -6,6 +6,12 @@
     sort: 42 7 19                                  -> 7 19 42          (numbers 0..99, ascending)
     classify: Have You Dreamed Of Your Own ...     -> spam             (or ham: classification as text)
 
+Two more tasks on the same lists of numbers, which the tiny T5 never saw (lecture 9 teaches it one, exercise 9.6
+the other):
+
+    sort descending: 42 7 19                       -> 42 19 7
+    largest: 42 7 19                               -> 42
+
 The first four have a right answer known for every input, so exact match on held-out inputs measures what a model
 learned; classify's input is the first 300 characters of a SpamAssassin e-mail (scratch.corpora.email_text).
 Held-out inputs are fixed by a hash of their content, not by a seed: a number (in either translation
@@ -16,6 +22,8 @@ if crc32 of its numbers *in sorted order* is, so no permutation of a held-out in
     spam_examples                   the classify task's e-mails of a split
     text_to_text_generate           greedy answers of an encoder-decoder such as T5 (scratch.sampling's loop)
     text_to_text_accuracy           exact match per task
+    text_to_text_batch              a batch for a transformers T5: source ids and labels, padding as -100
+    fine_tune                       train a T5 on (source, target) pairs with scratch.training.train
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from scratch import corpora, validate
 from scratch.metrics import exact_match
 from scratch.number_words import MAX_NUMBER, check_number, english_number, german_number
 from scratch.sampling import generate
-from scratch.training import eval_mode
+from scratch.training import eval_mode, hf_loss, train
 
 TEXT_TO_TEXT_TASKS = ("translate English to German", "translate German to English", "reverse", "sort")
 
@@ -40,6 +48,9 @@ CLASSIFY = "classify"
 T5_TASKS = (*TEXT_TO_TEXT_TASKS, CLASSIFY)  # the tasks of the course's tiny T5
 
 
+NEW_TASKS = ("sort descending", "largest")  # tasks the tiny T5 never saw, drawn like "sort"
+
+
 SPAM_LABELS = ("ham", "spam")  # the target words, by label 0 / 1
 
 
@@ -47,8 +58,8 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def _check_task(task: str) -> str:
-    if task not in T5_TASKS:
-        raise ValueError(f"unknown task {task!r}; known tasks: {', '.join(map(repr, T5_TASKS))}")
+    if task not in (*T5_TASKS, *NEW_TASKS):
+        raise ValueError(f"unknown task {task!r}; known tasks: {', '.join(map(repr, (*T5_TASKS, *NEW_TASKS)))}")
     return task
 
 
@@ -81,8 +92,8 @@ def text_to_text_example(
     """One (source, target) pair of a task, source = prefix + input, drawn with `rng` from `split`.
 
     Translations use numbers 0..max_number, the number of digits uniform (short numbers are as common as
-    long ones); "reverse" 3..8 lowercase letters; "sort" 3..7 numbers 0..99; "classify" an e-mail of the split,
-    each equally likely.
+    long ones); "reverse" 3..8 lowercase letters; "sort", "sort descending" and "largest" 3..7 numbers 0..99;
+    "classify" an e-mail of the split, each equally likely.
     """
     _check_task(task)
     validate.choice(split, "split", corpora.SPLITS)
@@ -104,10 +115,14 @@ def text_to_text_example(
             letters = rng.choices(LETTERS, k=rng.randint(3, 8))
             key = source = " ".join(letters)
             target = " ".join(reversed(letters))
-        else:  # sort
+        else:  # a list of numbers: sort, sort descending or largest
             numbers = [rng.randint(0, 99) for _ in range(rng.randint(3, 7))]
             source = " ".join(map(str, numbers))
-            key = target = " ".join(map(str, sorted(numbers)))
+            key = target = " ".join(map(str, sorted(numbers)))  # held out by the sorted list, for all three tasks
+            if task == "sort descending":
+                target = " ".join(map(str, sorted(numbers, reverse=True)))
+            elif task == "largest":
+                target = str(max(numbers))
         if corpora.is_held_out(key) == want_held_out:
             return task_prefix(task) + source, target
 
@@ -182,7 +197,7 @@ def _cached_decoder(model, batch):
 
 def text_to_text_accuracy(model, tokenizer, pairs: list[tuple[str, str]], batch_size: int = 256) -> dict[str, float]:
     """Exact match of greedy answers per task (the task read from each source's prefix)."""
-    task_of = {task_prefix(task): task for task in T5_TASKS}
+    task_of = {task_prefix(task): task for task in (*T5_TASKS, *NEW_TASKS)}
     predictions = text_to_text_generate(model, tokenizer, [s for s, _ in pairs], batch_size)
     by_task: dict[str, tuple[list, list]] = {}
     for (source, target), prediction in zip(pairs, predictions):
@@ -190,3 +205,43 @@ def text_to_text_accuracy(model, tokenizer, pairs: list[tuple[str, str]], batch_
         p.append(prediction)
         t.append(target)
     return {task: exact_match(p, t) for task, (p, t) in by_task.items()}
+
+
+def text_to_text_batch(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
+    """(source, target) pairs -> input_ids and attention_mask (batch, n) of the sources, labels (batch, m) of the
+    targets with </s>; padded label positions are -100, so the loss ignores them (lecture 9, section 7)."""
+    if not pairs:
+        raise ValueError("pairs is empty: a batch needs at least one (source, target) pair")
+    batch = tokenizer([s for s, _ in pairs], text_target=[t for _, t in pairs], padding=True, return_tensors="pt")
+    batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
+    return dict(batch)
+
+
+def fine_tune(
+    model,
+    tokenizer,
+    pairs: list[tuple[str, str]],
+    steps: int,
+    *,
+    lr: float = 1e-3,
+    batch_size: int = 16,
+    seed: int = 0,
+    progress: bool = True,
+):
+    """Train a transformers T5 on (source, target) pairs for `steps` AdamW steps of `batch_size` pairs drawn without
+    replacement within a batch (random.Random(seed)), warm-up over the first tenth, cosine decay after; the model is
+    left in eval mode; `progress` shows train's progress bar. Returns scratch.training.train's History."""
+    batch_size = validate.integer(batch_size, "batch_size")
+    if batch_size > len(pairs):
+        raise ValueError(f"batch_size {batch_size} is more than the {len(pairs)} pairs")
+    draw = random.Random(seed)
+    return train(
+        model,
+        lambda: text_to_text_batch(tokenizer, draw.sample(pairs, batch_size)),
+        steps,
+        lr=lr,
+        warmup=steps // 10,
+        loss_fn=hf_loss,
+        seed=seed,
+        progress=progress,
+    )
