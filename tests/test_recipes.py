@@ -19,7 +19,9 @@ from recipes import (
     minilm_ner,
     minilm_nsp,
     minilm_nsp_stories,
+    spam_lora,
     spam_transfer,
+    t5_new_task,
     tiny_t5,
     tiny_t5_pretrained,
 )
@@ -37,7 +39,7 @@ def smoke(test):
 
 def test_every_checkpoint_names_its_recipe_and_command():
     folders = sorted(p for p in checkpoints.CHECKPOINT_DIR.iterdir() if p.is_dir())
-    assert len(folders) == 9
+    assert len(folders) == 11
     for folder in folders:
         recipe = folder.name.replace("-", "_")
         readme = (folder / "README.md").read_text()
@@ -272,3 +274,29 @@ def test_digits_sft_draws_lecture_8s_numbers():
     train, test = digits_sft.lecture_numbers(80, 25)
     assert len(train) == 80 and len(test) == 25 and not set(train) & set(test)
     assert all(1 <= n <= 999 for n in train + test)
+
+
+@smoke
+def test_t5_new_task_records_every_start_rate_and_seed(tmp_path):
+    config = t5_new_task.Config(out=tmp_path, n_train=8, n_test=3, steps=2, batch_size=4, lrs=[1e-3], seeds=[0, 1])
+    metrics = t5_new_task.main(config)
+    assert [(run["start"], run["seed"]) for run in metrics["runs"]] == [
+        ("multitask", 0),
+        ("multitask", 1),
+        ("random", 0),
+        ("random", 1),
+    ]
+    for run in metrics["runs"]:
+        assert 0 <= run["exact_match"] <= 1 and run["answers"][0][0].startswith("sort descending: ")
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
+
+
+@smoke
+def test_spam_lora_records_every_draw(tmp_path):
+    config = spam_lora.Config(out=tmp_path, draws=[0, 1], n_train=16, n_valid=8, epochs=2)
+    metrics = spam_lora.main(config)
+    assert [run["draw"] for run in metrics["runs"]] == [0, 1]
+    for run in metrics["runs"]:
+        assert 0 <= run["test_accuracy"] <= 1 and len(run["valid_accuracy"]) == 2
+        assert run["best_valid_accuracy"] == max(run["valid_accuracy"]) and run["trained_parameters"] == 74498
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
