@@ -438,7 +438,7 @@ def t5_self_attention_weights(x, attention):
     return scores.softmax(-1)
 """,
     },
-    5: {
+    6: {
         "borrowed: model.generate": """
 def greedy_generate(model, input_ids, attention_mask, max_new_tokens=20):
     return model.generate(input_ids=input_ids, attention_mask=attention_mask, do_sample=False,
@@ -676,3 +676,118 @@ def answer_log_probs(model, tokenizer, source, answers):
 """,
     }
 )
+WRONG_SOLUTIONS[5] = {
+    "the prompt's padding left in the labels: the model is trained to write <pad>": """
+def teach(model, tokenizer, pairs, steps, seed=0):
+    draw = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+    for _ in range(steps):
+        chosen = draw.sample(pairs, 16)
+        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+""",
+    "left in train mode: dropout stays on for whoever uses the model next": """
+def teach(model, tokenizer, pairs, steps, seed=0):
+    draw = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+    for _ in range(steps):
+        chosen = draw.sample(pairs, 16)
+        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
+        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+    "a copy is trained and the given model never changes": """
+import copy
+
+def teach(model, tokenizer, pairs, steps, seed=0):
+    student = copy.deepcopy(model)
+    draw = random.Random(seed)
+    optimizer = torch.optim.AdamW(student.parameters(), lr=1e-3)
+    student.train()
+    for _ in range(steps):
+        chosen = draw.sample(pairs, 16)
+        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
+        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
+        loss = student(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    student.eval()
+    return student
+""",
+    "a learning rate far too small: the loss barely moves in 40 steps": """
+def teach(model, tokenizer, pairs, steps, seed=0):
+    draw = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
+    model.train()
+    for _ in range(steps):
+        chosen = draw.sample(pairs, 16)
+        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
+        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+""",
+    "one batch, 16 pairs, trained on 40 times: the rest of the data never seen": """
+def teach(model, tokenizer, pairs, steps, seed=0):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    chosen = random.Random(seed).sample(pairs, 16)
+    batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
+    batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
+    model.train()
+    for _ in range(steps):
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+""",
+    "borrowed: the course's fine_tune": """
+def teach(model, tokenizer, pairs, steps, seed=0):
+    text_to_text.fine_tune(model, tokenizer, pairs, steps, lr=1e-3, seed=seed, progress=False)
+""",
+    "training on the test set: draws its own pairs from the held-out split": """
+def teach(model, tokenizer, pairs, steps, seed=0):
+    pairs = text_to_text.text_to_text_dataset(100, "val", seed=1, tasks=["largest"])
+    draw = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+    for _ in range(steps):
+        chosen = draw.sample(pairs, 16)
+        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
+        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+""",
+    "batches built without labels: the decoder input by hand, the loss over every position, padding included": """
+def teach(model, tokenizer, pairs, steps, seed=0):
+    draw = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+    for _ in range(steps):
+        chosen = draw.sample(pairs, 16)
+        sources = tokenizer([s for s, _ in chosen], padding=True, return_tensors="pt")
+        targets = tokenizer([t for _, t in chosen], padding=True, return_tensors="pt").input_ids
+        start = torch.zeros(len(chosen), 1, dtype=torch.long)
+        logits = model(**sources, decoder_input_ids=torch.cat([start, targets[:, :-1]], dim=1)).logits
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+""",
+}

@@ -310,7 +310,7 @@ def t5_self_attention_weights(student_weights):
 
 
 def greedy_generate(student_generate):
-    """Exercise 5."""
+    """Exercise 6."""
     untampered()
     sources = [
         "translate English to German: nine",
@@ -376,4 +376,81 @@ def greedy_generate(student_generate):
         assert len(encoder_calls) == len(lengths), (
             f"hint: {name}: the encoder ran {len(encoder_calls)} times for {len(lengths)} calls: run it once per call"
         )
-    print("Exercise 5: OK")
+    print("Exercise 6: OK")
+
+
+_TEACH_STEPS, _TEACH_THRESHOLD = 40, 0.6  # the exercise's budget and the held-out share it must reach
+
+
+def teach(student_teach):
+    """Exercise 5."""
+    untampered()
+    train_pairs = text_to_text.text_to_text_dataset(200, "train", seed=0, tasks=["largest"])
+    test_pairs = text_to_text.text_to_text_dataset(100, "val", seed=1, tasks=["largest"])
+    model = _deepcopy(_T5)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    pad = _TOKENIZER.pad_token_id
+    scored = []  # the batch size of each forward pass in train mode
+    seen = []  # the input ids of each training batch
+
+    def watching_forward(*args, _forward=model.forward, **kwargs):
+        if model.training:
+            labels = kwargs.get("labels")
+            assert labels is not None, (
+                "hint: pass the targets to the model as labels=...: transformers then builds the decoder input and "
+                "computes the loss (section 7)"
+            )
+            assert not bool((labels == pad).any()), (
+                f"hint: the labels hold the padding id {pad}: padded label positions must be -100, or the model "
+                "is trained to write padding (section 7)"
+            )
+            scored.append(int(labels.shape[0]))
+            batch_ids = kwargs.get("input_ids")
+            if batch_ids is not None:
+                seen.append(values(batch_ids))
+                assert len(seen) < 3 or seen[-1] != seen[0] or seen[-2] != seen[0], (
+                    "hint: the same batch again and again: draw a new batch of 16 pairs at every step"
+                )
+        return _forward(*args, **kwargs)
+
+    model.forward = watching_forward
+    shortcuts = (
+        "scratch.text_to_text.fine_tune",
+        "scratch.text_to_text.text_to_text_batch",
+        "scratch.training.train",
+        "transformers.trainer.Trainer.train",
+    )
+    held_out = ("scratch.text_to_text.text_to_text_dataset", "scratch.text_to_text.text_to_text_example")
+    # one step on targets of different lengths first (their labels are padded), then the task itself
+    uneven = text_to_text.text_to_text_dataset(16, "train", seed=1, tasks=["sort descending"])
+    what = "teach(a copy of the tiny T5, tokenizer, 16 'sort descending:' pairs, steps=1, seed=0)"
+    try:
+        with forbid(*shortcuts, hint="write the loop: batches, the loss from labels, an optimiser step"):
+            with forbid(*held_out, hint="train on the pairs you are given: drawing others can draw held-out lists"):
+                call(student_teach, model, _TOKENIZER, list(uneven), 1, seed=0, what=what)
+                assert scored, f"hint: {what}: the model was never called in train mode with labels"
+                assert not model.training, f"hint: {what}: leave the model in eval mode (dropout off) when done"
+                with _no_grad():
+                    for name, parameter in model.named_parameters():
+                        parameter.copy_(before[name])  # the tiny T5's weights again
+                scored.clear()
+                seen.clear()
+                what = f"teach(a copy of the tiny T5, tokenizer, 200 'largest:' pairs, steps={_TEACH_STEPS}, seed=0)"
+                call(student_teach, model, _TOKENIZER, list(train_pairs), _TEACH_STEPS, seed=0, what=what, seconds=300)
+    finally:
+        del model.forward
+    assert len(scored) >= _TEACH_STEPS and all(size == 16 for size in scored), (
+        f"hint: {what}: the model was trained on {len(scored)} batches of sizes {sorted(set(scored))}; train it "
+        f"(model.train()) for {_TEACH_STEPS} steps of 16 pairs"
+    )
+    changed = [name for name, p in model.named_parameters() if not equal(p.detach(), before[name])]
+    assert changed, f"hint: {what}: the given model's weights did not change: train that model, in place"
+    assert not model.training, f"hint: {what}: leave the model in eval mode (dropout off) when training is done"
+    answers = _generate_text(model, _TOKENIZER, [s for s, _ in test_pairs])
+    right = sum(a == t for a, (_, t) in zip(answers, test_pairs)) / len(test_pairs)
+    assert right >= _TEACH_THRESHOLD, (
+        f"hint: {what}: {right:.0%} of 100 held-out lists answered exactly, {_TEACH_THRESHOLD:.0%} needed (e.g. "
+        f"{test_pairs[0][0]!r} -> {answers[0]!r}, wanted {test_pairs[0][1]!r}): does the loss fall? the learning "
+        "rate, zero_grad before backward"
+    )
+    print(f"Exercise 5: OK ({right:.0%} of 100 held-out lists exactly right)")
