@@ -720,3 +720,85 @@ def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, gene
 """,
     }
 )
+
+_LORA_LINEAR = """
+from torch import nn
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, base, r, alpha):
+        super().__init__()
+        self.base, self.scale = base, alpha / r
+        for parameter in base.parameters():
+            parameter.requires_grad_(False)
+        self.A = nn.Parameter(torch.randn(r, base.in_features) / base.in_features**0.5)
+        self.B = nn.Parameter(torch.zeros(base.out_features, r))
+
+    def forward(self, x):
+        return self.base(x) + self.scale * (x @ self.A.T) @ self.B.T
+"""
+_ADD_LORA = """
+
+def add_lora(model, r, alpha):
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    for layer in model.bert.encoder.layer:
+        attention = layer.attention.self
+        attention.query = LoRALinear(attention.query, r, alpha)
+        attention.value = LoRALinear(attention.value, r, alpha)
+    for parameter in model.classifier.parameters():
+        parameter.requires_grad_(True)
+"""
+WRONG_SOLUTIONS[6] = {
+    "B random as well: the wrapped model no longer starts from the pretrained one": _LORA_LINEAR.replace(
+        "torch.zeros(base.out_features, r)", "torch.randn(base.out_features, r) * 0.01"
+    )
+    + _ADD_LORA,
+    "A at zero too: B's gradient is zero, and nothing ever trains": _LORA_LINEAR.replace(
+        "torch.randn(r, base.in_features) / base.in_features**0.5", "torch.zeros(r, base.in_features)"
+    )
+    + _ADD_LORA,
+    "the change not scaled by alpha / r": _LORA_LINEAR.replace("self.scale * ", "") + _ADD_LORA,
+    "the base layer left trainable: full fine-tuning in disguise": _LORA_LINEAR.replace(
+        "        for parameter in base.parameters():\n            parameter.requires_grad_(False)\n", ""
+    )
+    + _ADD_LORA.replace("    for parameter in model.parameters():\n        parameter.requires_grad_(False)\n", ""),
+    "A and B as plain tensors: the optimiser never sees them": _LORA_LINEAR.replace(
+        "self.A = nn.Parameter(torch.randn(r, base.in_features) / base.in_features**0.5)",
+        "self.A = (torch.randn(r, base.in_features) / base.in_features**0.5).requires_grad_()",
+    ).replace(
+        "self.B = nn.Parameter(torch.zeros(base.out_features, r))",
+        "self.B = torch.zeros(base.out_features, r).requires_grad_()",
+    )
+    + _ADD_LORA,
+    "the head frozen with the encoder: a random head that never learns": _LORA_LINEAR
+    + _ADD_LORA.replace(
+        "    for parameter in model.classifier.parameters():\n        parameter.requires_grad_(True)\n", ""
+    ),
+    "the key layer wrapped instead of the value layer": _LORA_LINEAR
+    + _ADD_LORA.replace(
+        "attention.value = LoRALinear(attention.value, r, alpha)", "attention.key = LoRALinear(attention.key, r, alpha)"
+    ),
+    "a new Linear with the same shape wrapped, not the pretrained layer": _LORA_LINEAR
+    + _ADD_LORA.replace(
+        "attention.query = LoRALinear(attention.query, r, alpha)",
+        "attention.query = LoRALinear(nn.Linear(attention.query.in_features, attention.query.out_features), r, alpha)",
+    ),
+    "borrowed: peft's LoRA": """
+from peft import LoraConfig, get_peft_model
+from torch import nn
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, base, r, alpha):
+        super().__init__()
+        self.inner = get_peft_model(nn.Sequential(base), LoraConfig(r=r, lora_alpha=alpha, target_modules=["0"]))
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def add_lora(model, r, alpha):
+    get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=["query", "value"], task_type="SEQ_CLS"))
+""",
+}

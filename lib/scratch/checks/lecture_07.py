@@ -1,18 +1,35 @@
 """Checks of lecture 7's exercises (exercises/07_bert.ipynb); see scratch.checks."""
 
+import copy
 from collections import Counter
 
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+from torch import nn
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig, BertForMaskedLM
+from transformers.utils import logging as _hf_logging
 
-from scratch import assets
+from scratch import assets, corpora
 from scratch.checkpoints import load_lora_mlm
-from scratch.checks.support import BUILTINS, call, close, equal, plain, tensor, tools, torch, untampered, values
+from scratch.checks.support import (
+    BUILTINS,
+    call,
+    close,
+    deadline,
+    equal,
+    plain,
+    tensor,
+    tools,
+    torch,
+    untampered,
+    values,
+)
 from scratch.objectives import IGNORE_INDEX
 
 __builtins__ = BUILTINS  # the built-ins as they were when the set-up cell imported this module
 
 forbid = tools.forbid
 _no_grad, _fork_rng = torch.no_grad, torch.random.fork_rng
+_deepcopy = copy.deepcopy
+_AdamW, _Parameter, _Module, _Linear = torch.optim.AdamW, nn.Parameter, nn.Module, nn.Linear
 
 # The checks' own tokenizer and fill-mask model, loaded when the set-up imports this module, and a second masked LM.
 _TOKENIZER = AutoTokenizer.from_pretrained(assets.minilm_dir())
@@ -395,3 +412,129 @@ def token_log_probs(student_token_log_probs):
     for s, value in pll.items():
         print(f"PLL {value:7.1f}  {s}")
     print("Exercise 5: OK")
+
+
+def _spam_data():
+    """Lecture 7's draw 0: 100 training and the 200 test e-mails as 32 WordPiece ids, with their labels."""
+    train, _, test = corpora.spam_draw(0)
+
+    def encode(items):
+        texts = [corpora.email_text(e) for e in items]
+        enc = _TOKENIZER(texts, truncation=True, max_length=32, padding="max_length", return_tensors="pt")
+        return dict(enc), torch.tensor([e["label"] for e in items])
+
+    return encode(train), encode(test)
+
+
+def _quiet_classifier():
+    """MiniLM with a new 2-label head (its weights drawn with seed 0), loaded without transformers' load report."""
+    verbosity = _hf_logging.get_verbosity()
+    _hf_logging.set_verbosity_error()
+    try:
+        with _fork_rng():
+            torch.manual_seed(0)
+            return AutoModelForSequenceClassification.from_pretrained(assets.minilm_dir(), num_labels=2)
+    finally:
+        _hf_logging.set_verbosity(verbosity)
+
+
+_CLASSIFIER = _quiet_classifier()  # exercise 6 adapts a copy
+_LORA_THRESHOLD = 0.85  # test accuracy the adapted classifier must reach (the reference: about 0.9)
+
+
+def lora(student_lora_linear, student_add_lora):
+    """Exercise 6."""
+    untampered()
+    shortcuts = (
+        "peft.get_peft_model",
+        "peft.inject_adapter_in_model",
+        "peft.tuners.lora.layer.Linear.__init__",
+    )
+    hint = "write LoRA yourself: a frozen base layer, A and B, and the scaled low-rank change"
+    with forbid(*shortcuts, hint=hint), _fork_rng():
+        torch.manual_seed(0)
+        for d_in, d_out, r, alpha, shape in ((5, 3, 2, 8.0, (4, 5)), (7, 6, 4, 4.0, (2, 3, 7))):
+            base = _Linear(d_in, d_out)
+            weight, bias = base.weight.detach().clone(), base.bias.detach().clone()
+            what = f"LoRALinear(nn.Linear({d_in}, {d_out}), r={r}, alpha={alpha})"
+            layer = call(student_lora_linear, base, r, alpha, what=what)
+            assert isinstance(layer, _Module), f"hint: {what}: a torch.nn.Module"
+            A, B = getattr(layer, "A", None), getattr(layer, "B", None)
+            assert isinstance(A, _Parameter) and isinstance(B, _Parameter), (
+                f"hint: {what}: A and B are nn.Parameter attributes, so the optimiser finds them"
+            )
+            assert tuple(A.shape) == (r, d_in) and tuple(B.shape) == (d_out, r), (
+                f"hint: {what}: A is (r, d_in) = {(r, d_in)}, B (d_out, r) = {(d_out, r)}; got {tuple(A.shape)} and "
+                f"{tuple(B.shape)}"
+            )
+            assert equal(B.detach(), torch.zeros(d_out, r)) and bool((A.detach() != 0).any()), (
+                f"hint: {what}: B starts at zero (so the layer starts as the pretrained one) and A random (else "
+                "B's gradient is zero and nothing trains)"
+            )
+            assert (
+                A.requires_grad and B.requires_grad and not base.weight.requires_grad and not base.bias.requires_grad
+            ), f"hint: {what}: the base layer's weight and bias are frozen (requires_grad False), A and B trained"
+            x = torch.randn(*shape)
+            with _no_grad():
+                got = tensor(
+                    call(layer, x, what=f"{what}(x of shape {shape})"), f"{what}(x)", shape=(*shape[:-1], d_out)
+                )
+                assert close(got, x @ weight.T + bias, atol=1e-6), (
+                    f"hint: {what}: with B = 0 the output is the base layer's, unchanged"
+                )
+                A.copy_(torch.randn(r, d_in))
+                B.copy_(torch.randn(d_out, r))
+                want = x @ weight.T + bias + alpha / r * (x @ A.T) @ B.T
+                got = tensor(layer(x), f"{what}(x)", shape=(*shape[:-1], d_out))
+                assert close(got, want, atol=1e-5), (
+                    f"hint: {what}: output base(x) + (alpha / r) x A^T B^T, for any leading dimensions of x"
+                )
+        model = _deepcopy(_CLASSIFIER)
+        (train_x, train_y), (test_x, test_y) = _spam_data()
+        model.eval()
+        with _no_grad():
+            before = model(**{k: v[:8] for k, v in test_x.items()}).logits
+        linears = {name: module for name, module in model.named_modules() if isinstance(module, _Linear)}
+        what = "add_lora(MiniLM with a 2-label head, r=8, alpha=16)"
+        returned = call(student_add_lora, model, 8, 16.0, what=what)
+        assert returned is None, f"hint: {what}: change the model in place and return nothing"
+    wrapped = {name for name, module in model.named_modules() if module.__class__ is student_lora_linear}
+    want = {f"bert.encoder.layer.{i}.attention.self.{p}" for i in range(6) for p in ("query", "value")}
+    assert wrapped == want, (
+        f"hint: {what}: LoRALinear should replace exactly the query and value layers of the 6 self-attentions; "
+        f"replaced {sorted(wrapped)[:4]}{'...' if len(wrapped) > 4 else ''}"
+    )
+    for name in want:
+        assert model.get_submodule(name).base is linears[name], (
+            f"hint: {what}: {name}'s LoRALinear wraps the layer that was there (its .base), not a new one"
+        )
+    trainable = sorted(name for name, p in model.named_parameters() if p.requires_grad)
+    want_trainable = sorted([f"{n}.{m}" for n in want for m in ("A", "B")] + ["classifier.weight", "classifier.bias"])
+    extra = [t for t in trainable if t not in want_trainable][:3]
+    missing = [t for t in want_trainable if t not in trainable][:3]
+    assert trainable == want_trainable, (
+        f"hint: {what}: train A and B of each LoRALinear and the new head (classifier), freeze the rest; trained "
+        f"but should not be: {extra}; frozen but should be trained: {missing}"
+    )
+    with _no_grad():
+        after = model(**{k: v[:8] for k, v in test_x.items()}).logits
+    assert close(after, before, atol=1e-5), f"hint: {what}: before any training the model's outputs must not change"
+    # adapt it to spam: 5 epochs of the 100 e-mails, batches of 8, AdamW on what is trainable
+    optimizer = _AdamW([p for p in model.parameters() if p.requires_grad], lr=3e-3)
+    order = torch.Generator().manual_seed(0)
+    model.train()
+    with deadline(300, "training the adapted model", "look for work that does not need to run at every step"):
+        for _ in range(5):
+            for batch in torch.randperm(len(train_y), generator=order).split(8):
+                loss = model(**{k: v[batch] for k, v in train_x.items()}, labels=train_y[batch]).loss
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    model.eval()
+    with _no_grad():
+        right = float((model(**test_x).logits.argmax(-1) == test_y).float().mean())
+    assert right >= _LORA_THRESHOLD, (
+        f"hint: {what}, then 5 epochs on 100 e-mails: {right:.1%} of 200 test e-mails right, {_LORA_THRESHOLD:.0%} "
+        "needed: does the change reach the output, and do the gradients reach A and B?"
+    )
+    print(f"Exercise 6: OK ({right:.1%} of 200 test e-mails right after training)")
