@@ -619,3 +619,112 @@ def decoder_layer_by_hand(layer, x, config):
 """,
     }
 )
+
+_SFT_BATCH = """import random
+
+from peft import LoraConfig, get_peft_model
+
+
+def sft_batch(tokenizer, conversations):
+    rows = []
+    for conversation in conversations:
+        ids = tokenizer(tokenizer.apply_chat_template(conversation, tokenize=False)).input_ids
+        prompt = tokenizer.apply_chat_template(conversation[:-1], add_generation_prompt=True, tokenize=False)
+        n_prompt = len(tokenizer(prompt).input_ids)
+        rows.append((ids, [-100] * n_prompt + ids[n_prompt:]))
+    width = max(len(ids) for ids, _ in rows)
+    batch = {"input_ids": [], "attention_mask": [], "labels": []}
+    for ids, labels in rows:
+        padding = width - len(ids)
+        batch["input_ids"].append(ids + [tokenizer.pad_token_id] * padding)
+        batch["attention_mask"].append([1] * len(ids) + [0] * padding)
+        batch["labels"].append(labels + [-100] * padding)
+    return {key: torch.tensor(rows) for key, rows in batch.items()}
+"""
+_LORA_SFT = """
+
+def lora_sft(model, tokenizer, conversations, steps, seed=0):
+    projections = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    config = LoraConfig(
+        r=8, lora_alpha=16, target_modules=projections, layers_to_transform=list(range(22, 30)), task_type="CAUSAL_LM"
+    )
+    torch.manual_seed(seed)
+    student = get_peft_model(model, config)
+    order = random.Random(seed).sample(conversations, len(conversations))
+    optimizer = torch.optim.AdamW([p for p in student.parameters() if p.requires_grad], lr=5e-3)
+    student.train()
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = 5e-3 * min(1.0, (step + 1) / 4)
+        chosen = [order[(4 * step + k) % len(order)] for k in range(4)]
+        loss = student(**sft_batch(tokenizer, chosen)).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return student.eval()
+"""
+WRONG_SOLUTIONS[6] = {
+    "the prompt left in the loss: the model is trained to write the question too": _SFT_BATCH.replace(
+        "rows.append((ids, [-100] * n_prompt + ids[n_prompt:]))", "rows.append((ids, list(ids)))"
+    )
+    + _LORA_SFT,
+    "padding scored: the labels padded with the pad id, not -100": _SFT_BATCH.replace(
+        'batch["labels"].append(labels + [-100] * padding)',
+        'batch["labels"].append(labels + [tokenizer.pad_token_id] * padding)',
+    )
+    + _LORA_SFT,
+    "labels shifted by hand: transformers shifts them again, so each token is trained to predict the one after next": (
+        _SFT_BATCH.replace(
+            "rows.append((ids, [-100] * n_prompt + ids[n_prompt:]))",
+            "rows.append((ids, ([-100] * n_prompt + ids[n_prompt:])[1:] + [-100]))",
+        )
+        + _LORA_SFT
+    ),
+    "the end-of-turn left out of the loss: the model never learns to stop": _SFT_BATCH.replace(
+        "rows.append((ids, [-100] * n_prompt + ids[n_prompt:]))",
+        "rows.append((ids, [-100] * n_prompt + ids[n_prompt:-2] + [-100, -100]))",
+    )
+    + _LORA_SFT,
+    "padded on the left: the labels no longer line up with the course's right-padded batch": _SFT_BATCH.replace(
+        'batch["input_ids"].append(ids + [tokenizer.pad_token_id] * padding)',
+        'batch["input_ids"].append([tokenizer.pad_token_id] * padding + ids)',
+    )
+    .replace(
+        'batch["attention_mask"].append([1] * len(ids) + [0] * padding)',
+        'batch["attention_mask"].append([0] * padding + [1] * len(ids))',
+    )
+    .replace('batch["labels"].append(labels + [-100] * padding)', 'batch["labels"].append([-100] * padding + labels)')
+    + _LORA_SFT,
+    "borrowed: the course's sft_example and collate": """import random
+
+from peft import LoraConfig, get_peft_model
+from scratch.sft import collate, sft_example
+
+
+def sft_batch(tokenizer, conversations):
+    return collate([sft_example(tokenizer, c) for c in conversations], tokenizer.pad_token_id)
+"""
+    + _LORA_SFT,
+    "full fine-tuning: every weight trained, no adapters": _SFT_BATCH
+    + """
+
+def lora_sft(model, tokenizer, conversations, steps, seed=0):
+    order = random.Random(seed).sample(conversations, len(conversations))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    model.train()
+    for step in range(steps):
+        chosen = [order[(4 * step + k) % len(order)] for k in range(4)]
+        loss = model(**sft_batch(tokenizer, chosen)).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+""",
+    "the adapter never enabled: the forward pass runs the frozen base model": _SFT_BATCH
+    + _LORA_SFT.replace(
+        "        loss = student(**sft_batch(tokenizer, chosen)).loss\n",
+        "        with student.disable_adapter():\n            loss = student(**sft_batch(tokenizer, chosen)).loss\n",
+    ),
+    "trains on the first 4 conversations at every step: the rest never seen": _SFT_BATCH
+    + _LORA_SFT.replace("chosen = [order[(4 * step + k) % len(order)] for k in range(4)]", "chosen = order[:4]"),
+}

@@ -1,12 +1,14 @@
 """Checks of lecture 8's exercises (exercises/08_gpt.ipynb); see scratch.checks."""
 
 import copy
+import random
 import sys
 import types
+import warnings
 
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-from scratch import assets
+from scratch import assets, sft
 from scratch.checks.support import (
     BUILTINS,
     F,
@@ -27,6 +29,10 @@ __builtins__ = BUILTINS  # the built-ins as they were when the set-up cell impor
 forbid = tools.forbid
 _deepcopy, _no_grad, _fork_rng = copy.deepcopy, torch.no_grad, torch.random.fork_rng
 _modules, _Function = sys.modules, types.FunctionType
+_Random = random.Random
+_catch_warnings, _filter_warnings = warnings.catch_warnings, warnings.filterwarnings
+_sft_example, _collate, _reply_accuracy, _SYSTEM = sft.sft_example, sft.collate, sft.reply_accuracy, sft.SYSTEM
+_SFT_SHORTCUTS = ("scratch.sft.sft_example", "scratch.sft.collate")
 
 # The checks' own SmolLM2 and tokenizer, loaded when the set-up imports this module.
 _SMOLLM2 = AutoModelForCausalLM.from_pretrained(assets.smollm2_dir(), dtype=torch.float32, attn_implementation="eager")
@@ -465,3 +471,138 @@ def decoder_layer_by_hand(student_layer):
         )
     print(f"{len(cases)} layers and inputs: equal to the model's own layers (each position within 1e-4 of its update)")
     print("Exercise 5: OK")
+
+
+# Exercise 6's task: an ISO date to its words, "1932-03-27" -> "27 March 1932" (SmolLM2 gets none right as it is).
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")  # fmt: skip
+_SFT_STEPS, _SFT_THRESHOLD, _MAX_TRAINED = 20, 0.5, 0.02
+
+
+def date_conversation(year: int, month: int, day: int, with_answer: bool = True) -> list[dict]:
+    """Exercise 6's conversation: the course's short system message, "Write the date YYYY-MM-DD in words.", and the
+    answer "D Month YYYY" (if with_answer)."""
+    question = {"role": "user", "content": f"Write the date {year:04d}-{month:02d}-{day:02d} in words."}
+    answer = [{"role": "assistant", "content": f"{day} {_MONTHS[month - 1]} {year}"}] if with_answer else []
+    return [_SYSTEM, question, *answer]
+
+
+def date_conversations(n: int, seed: int) -> list[list[dict]]:
+    """n conversations of exercise 6's task, dates drawn uniformly from 1900-2099 (days 1-28) with `seed`."""
+    draw = _Random(seed)
+    return [date_conversation(draw.randint(1900, 2099), draw.randint(1, 12), draw.randint(1, 28)) for _ in range(n)]
+
+
+def _reference_batch(conversations):
+    return _collate([_sft_example(_TOKENIZER, c) for c in conversations], _TOKENIZER.pad_token_id)
+
+
+def date_sft(student_sft_batch, student_lora_sft):
+    """Exercise 6: the batches, then the fine-tune they feed."""
+    untampered()
+    _check_sft_batch(student_sft_batch)
+    accuracy = _check_lora_sft(student_lora_sft)
+    print(f"Exercise 6: OK ({accuracy:.0%} of 25 held-out dates exactly right)")
+
+
+def _check_sft_batch(student_sft_batch):
+    conversations = [
+        date_conversation(1932, 3, 27),
+        [_SYSTEM, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help?"}],
+        date_conversation(2001, 11, 5),
+        [{"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "Blue"}],
+    ]
+    for group in (conversations, conversations[1:2], conversations[::-1]):
+        want = {key: values(t) for key, t in _reference_batch(group).items()}
+        what = f"sft_batch(tokenizer, {len(group)} conversations)"
+        with forbid(*_SFT_SHORTCUTS, hint="build the ids and labels yourself from the chat template"):
+            got = call(student_sft_batch, _TOKENIZER, _deepcopy(group), what=what)
+        assert isinstance(got, dict) and sorted(got) == ["attention_mask", "input_ids", "labels"], (
+            f"hint: {what}: a dict with input_ids, attention_mask and labels"
+        )
+        for key in want:
+            tensor(got[key], f"{what}[{key!r}]", shape=(len(group), len(want[key][0])), dtype=torch.long)
+        assert values(got["input_ids"]) == want["input_ids"], (
+            f"hint: {what}: input_ids are each whole conversation through the chat template, right-padded with "
+            "tokenizer.pad_token_id to the longest"
+        )
+        assert values(got["attention_mask"]) == want["attention_mask"], (
+            f"hint: {what}: attention_mask is 1 on every real token, 0 on padding"
+        )
+        for row, (mine, theirs) in enumerate(zip(values(got["labels"]), want["labels"])):
+            assert mine == theirs, (
+                f"hint: {what}, conversation {row}: labels {mine}, expected {theirs}: -100 on the whole prompt (up to "
+                "and including the opened assistant turn) and on padding, the ids themselves from the answer on, "
+                "its end-of-turn included; transformers shifts them itself"
+            )
+
+
+def _check_lora_sft(student_lora_sft):
+    train_conversations, test_conversations = date_conversations(80, seed=0), date_conversations(25, seed=1)
+    model = _deepcopy(_SMOLLM2)
+    original = {name: p.detach().clone() for name, p in model.named_parameters()}
+    total = sum(p.numel() for p in original.values())
+    expected = {}  # each training conversation's ids -> its labels
+    for conversation in train_conversations:
+        ids, labels = _sft_example(_TOKENIZER, conversation)
+        expected[tuple(ids)] = labels
+    batches, seen = [], set()  # the size of each training batch; the conversations trained on so far
+
+    def watching_forward(*args, _forward=model.forward, **kwargs):
+        if model.training:
+            trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+            assert 0 < trained <= _MAX_TRAINED * total, (
+                f"hint: {trained:,} of the model's {total:,} numbers are trained: LoRA trains a few low-rank "
+                f"matrices (at most {_MAX_TRAINED:.0%} here), with every pretrained weight frozen"
+            )
+            ids, mask, labels = kwargs.get("input_ids"), kwargs.get("attention_mask"), kwargs.get("labels")
+            assert ids is not None and mask is not None and labels is not None, (
+                "hint: call the model with input_ids=, attention_mask= and labels= (the batch sft_batch builds)"
+            )
+            for row_ids, row_mask, row_labels in zip(values(ids), values(mask), values(labels)):
+                real = tuple(i for i, m in zip(row_ids, row_mask) if m)
+                assert real in expected, "hint: each training row is one training conversation's ids, right-padded"
+                assert row_labels[: len(real)] == expected[real], (
+                    "hint: a training batch's labels are not -100 on the prompt and the ids on the answer: build "
+                    "the batches with your sft_batch"
+                )
+            rows = {tuple(i for i, m in zip(r, k) if m) for r, k in zip(values(ids), values(mask))}
+            assert len(seen) == len(expected) or not rows <= seen, (
+                "hint: a training batch repeats conversations already trained on while others were never seen: "
+                "take the next 4 conversations at every step"
+            )
+            seen.update(rows)
+            batches.append(len(values(ids)))
+        return _forward(*args, **kwargs)
+
+    model.forward = watching_forward
+    what = f"lora_sft(a copy of SmolLM2, tokenizer, 80 date conversations, steps={_SFT_STEPS}, seed=0)"
+    try:
+        with (
+            forbid(*_SFT_SHORTCUTS, hint="build the ids and labels yourself from the chat template"),
+            _catch_warnings(),
+        ):
+            _filter_warnings("ignore", message=".*is_gradient_checkpointing.*")  # peft's, not the student's
+            tuned = call(student_lora_sft, model, _TOKENIZER, train_conversations, _SFT_STEPS, seed=0, what=what,
+                         seconds=900, slow="20 steps of 4 short conversations take about a minute")  # fmt: skip
+    finally:
+        del model.forward
+    assert len(batches) == _SFT_STEPS and all(size == 4 for size in batches), (
+        f"hint: {what}: {len(batches)} training batches of sizes {sorted(set(batches))}: {_SFT_STEPS} steps of 4"
+    )
+    assert tuned is not None and hasattr(tuned, "generate"), f"hint: {what}: return the fine-tuned (peft) model"
+    assert not tuned.training, f"hint: {what}: return the model in eval mode"
+    for name, parameter in model.named_parameters():
+        plain_name = name.replace("base_model.model.", "").replace(".base_layer", "")
+        if plain_name in original:
+            assert equal(parameter.detach(), original[plain_name]), (
+                f"hint: {what}: the pretrained weight {plain_name} changed: LoRA leaves every pretrained weight as "
+                "it was (merge only after training, if at all)"
+            )
+    accuracy, replies = _reply_accuracy(tuned, _TOKENIZER, test_conversations)
+    assert accuracy >= _SFT_THRESHOLD, (
+        f"hint: {what}: {accuracy:.0%} of 25 held-out dates written exactly right, {_SFT_THRESHOLD:.0%} needed (e.g. "
+        f"{test_conversations[0][1]['content']!r} -> {replies[0]!r}): is the loss falling? the rate, the layers "
+        "adapted, zero_grad"
+    )
+    return accuracy
