@@ -6,7 +6,7 @@
     sort: 42 7 19                                  -> 7 19 42          (numbers 0..99, ascending)
     classify: Have You Dreamed Of Your Own ...     -> spam             (or ham: classification as text)
 
-Two more tasks on the same lists of numbers, which the tiny T5 never saw (lecture 9 teaches it one, exercise 9.6
+Two more tasks on the same lists of numbers, which the tiny T5 never saw (lecture 9 teaches it one, exercise 9.5
 the other):
 
     sort descending: 42 7 19                       -> 42 19 7
