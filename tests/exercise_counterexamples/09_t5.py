@@ -676,103 +676,43 @@ def answer_log_probs(model, tokenizer, source, answers):
 """,
     }
 )
+_TEACH = """
+def teach(model, tokenizer, pairs, steps, seed=0):
+    draw = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+    for _ in range(steps):
+        chosen = draw.sample(pairs, 16)
+        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
+        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+"""
+_PAD_TO_IGNORE = '        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100\n'
 WRONG_SOLUTIONS[5] = {
-    "the prompt's padding left in the labels: the model is trained to write <pad>": """
-def teach(model, tokenizer, pairs, steps, seed=0):
-    draw = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    model.train()
-    for _ in range(steps):
-        chosen = draw.sample(pairs, 16)
-        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
-        loss = model(**batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-""",
-    "left in train mode: dropout stays on for whoever uses the model next": """
-def teach(model, tokenizer, pairs, steps, seed=0):
-    draw = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    model.train()
-    for _ in range(steps):
-        chosen = draw.sample(pairs, 16)
-        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
-        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
-        loss = model(**batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-""",
-    "a copy is trained and the given model never changes": """
-import copy
-
-def teach(model, tokenizer, pairs, steps, seed=0):
-    student = copy.deepcopy(model)
-    draw = random.Random(seed)
-    optimizer = torch.optim.AdamW(student.parameters(), lr=1e-3)
-    student.train()
-    for _ in range(steps):
-        chosen = draw.sample(pairs, 16)
-        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
-        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
-        loss = student(**batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    student.eval()
-    return student
-""",
-    "a learning rate far too small: the loss barely moves in 40 steps": """
-def teach(model, tokenizer, pairs, steps, seed=0):
-    draw = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
-    model.train()
-    for _ in range(steps):
-        chosen = draw.sample(pairs, 16)
-        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
-        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
-        loss = model(**batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-""",
-    "one batch, 16 pairs, trained on 40 times: the rest of the data never seen": """
-def teach(model, tokenizer, pairs, steps, seed=0):
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    chosen = random.Random(seed).sample(pairs, 16)
-    batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
-    batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
-    model.train()
-    for _ in range(steps):
-        loss = model(**batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-""",
+    "the padding left in the labels: the model is trained to write <pad>": _TEACH.replace(_PAD_TO_IGNORE, ""),
+    "left in train mode: dropout stays on for whoever uses the model next": _TEACH.replace("    model.eval()\n", ""),
+    "a copy is trained and the given model never changes": "import copy\n"
+    + _TEACH.replace(
+        "    draw = random.Random(seed)\n", "    model = copy.deepcopy(model)\n    draw = random.Random(seed)\n"
+    )
+    + "    return model\n",
+    "a learning rate far too small: the loss barely moves in 40 steps": _TEACH.replace("lr=1e-3", "lr=1e-6"),
+    "one batch, 16 pairs, trained on 40 times: the rest of the data never seen": _TEACH.replace(
+        "    draw = random.Random(seed)\n", "    first = random.Random(seed).sample(pairs, 16)\n"
+    ).replace("chosen = draw.sample(pairs, 16)", "chosen = first"),
     "borrowed: the course's fine_tune": """
 def teach(model, tokenizer, pairs, steps, seed=0):
     text_to_text.fine_tune(model, tokenizer, pairs, steps, lr=1e-3, seed=seed, progress=False)
 """,
-    "training on the test set: draws its own pairs from the held-out split": """
-def teach(model, tokenizer, pairs, steps, seed=0):
-    pairs = text_to_text.text_to_text_dataset(100, "val", seed=1, tasks=["largest"])
-    draw = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    model.train()
-    for _ in range(steps):
-        chosen = draw.sample(pairs, 16)
-        batch = tokenizer([s for s, _ in chosen], text_target=[t for _, t in chosen], padding=True, return_tensors="pt")
-        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
-        loss = model(**batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-""",
+    "training on the test set: draws its own pairs from the held-out split": _TEACH.replace(
+        "    draw = random.Random(seed)\n",
+        '    pairs = text_to_text.text_to_text_dataset(100, "val", seed=1, tasks=["largest"])\n'
+        "    draw = random.Random(seed)\n",
+    ),
     "batches built without labels: the decoder input by hand, the loss over every position, padding included": """
 def teach(model, tokenizer, pairs, steps, seed=0):
     draw = random.Random(seed)
