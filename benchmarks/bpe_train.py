@@ -13,8 +13,8 @@ import argparse
 import os
 import time
 
-from scratch import corpora
-from scratch.tokenization import GPT2_SPLIT_PATTERN, BPETokenizer
+from course import corpora
+from scratch.l01_tokenization import GPT2_SPLIT_PATTERN, BPETokenizer
 
 TARGET_VS_NAIVE = 20.0  # naive / scratch at least this
 TARGET_VS_RUST = 5.0  # scratch / rust at most this

@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/generate.py --new-tokens 64 --rounds 5 --threads 2
 
 One prompt (the opening of "The Red-Headed League"), greedy decoding, float32 on the CPU:
-    scratch, no cache    scratch.sampling.generate(use_cache=False): the whole sequence through the model every step
-    scratch, KV cache    scratch.sampling.generate(use_cache=True): only the new token, past keys/values cached
+    scratch, no cache    scratch.l10_decoding.generate(use_cache=False): the whole sequence through the model every step
+    scratch, KV cache    scratch.l10_decoding.generate(use_cache=True): only the new token, past keys/values cached
     scratch, KV cache, shared weights   the same, with the parameters pointing at transformers' own weight
                          tensors (no copy)
     transformers         LlamaForCausalLM.generate(do_sample=False) with its default attention and cache
@@ -29,10 +29,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import scratch
-from scratch import assets
-from scratch.models import GPT
-from scratch.pretrained import from_hf_llama
-from scratch.sampling import generate
+from course import assets
+from course.pretrained import from_hf_llama
+from scratch.l06_gpt import GPT
+from scratch.l10_decoding import generate
 
 TARGET = 1.0
 PROMPT = "I had called upon my friend, Mr. Sherlock Holmes, one day in the autumn of last year"

@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/train_step.py --steps 50 --device cuda
 
 Both models get the same embeddings, sinusoidal positions, tied output layer, masks (source and target
-padding, causal target) and AdamW; only the encoder and decoder stacks differ: scratch.blocks (built on
-scratch.attention) versus torch.nn.TransformerEncoderLayer / DecoderLayer. torch.nn.Transformer's two
+padding, causal target) and AdamW; only the encoder and decoder stacks differ: scratch.l05_transformer_block (built on
+scratch.l04_multi_head_attention) versus torch.nn.TransformerEncoderLayer / DecoderLayer. torch.nn.Transformer's two
 final LayerNorms are removed so that both compute the same post-LN architecture.
 One training step = forward, cross-entropy, backward, AdamW step. Warm-up steps first, then timed steps,
 one run each. Throughput = (source + target tokens) per second. Target: scratch >= 0.9x torch.
@@ -20,8 +20,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scratch.embeddings import SinusoidalPositionalEncoding
-from scratch.models import Transformer
+from scratch.l02_positions import SinusoidalPositionalEncoding
+from scratch.l06_transformer import Transformer
 
 TARGET = 0.9
 PAD = 0

@@ -1,7 +1,7 @@
 """char-gpt (lecture 6, section 7): lecture 6's character-level GPT on Moby-Dick trained with more compute, so the
 lecture can set its live run (240 steps of 32 windows) beside what longer training and a larger model buy.
 
-Three variants, all GPT-2's kind (scratch.models.GPT), 32 characters of context, trained with lecture 6's recipe
+Three variants, all GPT-2's kind (scratch.l06_gpt.GPT), 32 characters of context, trained with lecture 6's recipe
 (AdamW, fused; clipping at 1.0; warm-up, then the cosine schedule down to a tenth of the peak), each with every seed
 in `seeds` (the seed of the weights and of the batch order):
 
@@ -13,7 +13,7 @@ in `seeds` (the seed of the weights and of the batch order):
 Every eval_every steps each records the loss on the lecture's fixed validation windows (4 x 64 windows drawn with
 seeds 0-3), so metrics.json holds the loss against training compute (6 x parameters x characters, in FLOPs); at the
 end, the loss on the whole validation text. Each variant's weights go to <out>/<variant>/model.safetensors (loaded by
-scratch.checkpoints.load_char_gpt). data/checkpoints/char-gpt/README.md gives the command.
+course.checkpoints.load_char_gpt). data/checkpoints/char-gpt/README.md gives the command.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from recipes.common import checkpoint_folder, cli, write_json
 # isort: split
 import torch
 
+from course.checkpoints import save_trained
+from course.corpora import moby_dick_dataset
 from scratch import seed_everything
-from scratch.checkpoints import save_trained
-from scratch.corpora import moby_dick_dataset
-from scratch.models import GPT, GPTConfig
-from scratch.training import sequence_loss, train
+from scratch.l06_gpt import GPT, GPTConfig
+from scratch.l06_training import sequence_loss, train
 
 CONTEXT = 32  # characters, as in lecture 6
 SIZES = {

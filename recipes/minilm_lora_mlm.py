@@ -2,13 +2,13 @@
 
 MiniLM ships no masked-LM head, and its last training stage (sentence similarity) never asked its output at a [MASK]
 to name the hidden word: a head trained on the frozen encoder reached 4.4 % top-1 (minilm-mlm-head). Here the
-encoder itself is adapted, cheaply: low-rank adapters (scratch.lora) on every Linear of the 6 blocks, plus the
+encoder itself is adapted, cheaply: low-rank adapters (scratch.l07_lora) on every Linear of the 6 blocks, plus the
 encoder's biases and LayerNorms and BERT's MLM head, whose decoder is the frozen word-embedding table and whose
 bias starts at the log unigram frequencies of the training tokens. Training is BERT's masked LM with dynamic
 masking: every batch draws a fresh share of its tokens (--mask-prob; 80 % [MASK], 10 % random, 10 % kept).
 
 Text: Moby-Dick (chapters 10, 20, ..., 130 held out) and, where apt-get exists, Jane Austen's six novels (chapters
-10, 20, ... of each held out). Test: the held-out Moby-Dick words of scratch.bert_tasks.masked_word_eval_set (15 %
+10, 20, ... of each held out). Test: the held-out Moby-Dick words of course.bert_tasks.masked_word_eval_set (15 %
 of the whole alphabetic single-token words per 64-token window, hidden behind [MASK]), and 400 windows of Austen's.
 data/checkpoints/minilm-lora-mlm/README.md gives the two commands that made the shipped checkpoint.
 """
@@ -28,12 +28,12 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoTokenizer, BertForMaskedLM, pipeline
 
-from scratch import assets, corpora
-from scratch.bert_tasks import masked_word_eval_set, word_targets
-from scratch.checkpoints import MLM_HEADS, minilm_for
-from scratch.metrics import context_free_baselines, fill_mask_accuracy
-from scratch.objectives import IGNORE_INDEX, mask_tokens
-from scratch.training import Run, lr_factor
+from course import assets, corpora
+from course.bert_tasks import masked_word_eval_set, word_targets
+from course.checkpoints import MLM_HEADS, minilm_for
+from course.metrics import context_free_baselines, fill_mask_accuracy
+from scratch.l06_training import Run, lr_factor
+from scratch.l07_masking import IGNORE_INDEX, mask_tokens
 
 MAX_LEN = 64
 QUICK_SAMPLE = 64  # the first held-out windows, re-scored by tests/test_bert.py

@@ -28,12 +28,12 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-from scratch import assets
-from scratch.bert_tasks import masked_word_eval_set
-from scratch.checkpoints import MLM_HEADS, minilm_for, save_trained
-from scratch.metrics import fill_mask_accuracy
-from scratch.objectives import IGNORE_INDEX, mask_tokens
-from scratch.training import Run, lr_factor
+from course import assets
+from course.bert_tasks import masked_word_eval_set
+from course.checkpoints import MLM_HEADS, minilm_for, save_trained
+from course.metrics import fill_mask_accuracy
+from scratch.l06_training import Run, lr_factor
+from scratch.l07_masking import IGNORE_INDEX, mask_tokens
 
 
 @dataclass

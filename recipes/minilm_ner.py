@@ -3,12 +3,12 @@
 Task: tag the persons (PER) and places (LOC) of the novels in BIO form (B-X begins an entity, I-X continues it,
 O is outside). No registry ships an English NER data set with a licence the course can use, so the labels are made
 by a rule that is written down: data/checkpoints/minilm-ner/entities.json lists the names (written by hand; its
-"how" field says how), and scratch.bert_tasks.gazetteer_tags marks every occurrence in the original, cased text.
+"how" field says how), and course.bert_tasks.gazetteer_tags marks every occurrence in the original, cased text.
 
 Model: lecture 7's spam recipe applied to every token: MiniLM's first five blocks frozen (their outputs computed
 once), the last block fine-tuned (--lora-rank r: adapted with rank-r LoRA instead), and a linear layer from each
-token's vector to the 5 tags (scratch.checkpoints.BlockTagger). Each word is labelled on its first WordPiece; its
-other pieces are not scored (scratch.objectives.label_first_pieces). MiniLM is uncased: it never sees the capitals
+token's vector to the 5 tags (course.checkpoints.BlockTagger). Each word is labelled on its first WordPiece; its
+other pieces are not scored (scratch.l07_masking.label_first_pieces). MiniLM is uncased: it never sees the capitals
 that the labels were made from.
 
 Text: sentences from Moby-Dick (chapters other than 10, 20, ..., 130) and, where apt-get exists, as many from five
@@ -31,12 +31,12 @@ from recipes.common import MINILM, checkpoint_folder, cli, write_json
 import torch
 import torch.nn.functional as F
 
-from scratch import assets, corpora
-from scratch.bert_tasks import gazetteer_tags
-from scratch.checkpoints import BlockTagger, frozen_block_outputs, minilm_encoder, save_trained, tag_words
-from scratch.metrics import bio_spans, span_scores
-from scratch.objectives import IGNORE_INDEX, label_first_pieces
-from scratch.training import Run
+from course import assets, corpora
+from course.bert_tasks import gazetteer_tags
+from course.checkpoints import BlockTagger, frozen_block_outputs, minilm_encoder, save_trained, tag_words
+from course.metrics import bio_spans, span_scores
+from scratch.l06_training import Run
+from scratch.l07_masking import IGNORE_INDEX, label_first_pieces
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 MAX_TOKENS = 96

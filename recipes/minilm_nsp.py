@@ -6,7 +6,7 @@ BertForNextSentencePrediction: its own pooler (dense + tanh on [CLS], MiniLM's w
 Linear(d_model, 2). As for fill-mask, LoRA adapters on every Linear of the six blocks, the encoder's biases and
 LayerNorms, the pooler and the 2-way layer are trained; the pretrained weight matrices stay frozen.
 
-Pairs (scratch.bert_tasks.sentence_pairs): half consecutive sentences of a document, half a sentence followed by a
+Pairs (course.bert_tasks.sentence_pairs): half consecutive sentences of a document, half a sentence followed by a
 random sentence of another document of the same corpus, so that style alone does not give NotNext away. Documents:
 Moby-Dick's chapters other than 10, 20, ..., 130, the chapters of Austen's six novels, the SpamAssassin e-mails
 outside the classify task's held-out split and, with --story-pairs, the everyday stories of recipes.minilm_nsp_stories
@@ -34,14 +34,10 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer, BertForNextSentencePrediction
 
-from scratch import assets, corpora
-from scratch.bert_tasks import sentence_pairs
-from scratch.checkpoints import (
-    NSP_HEADS,
-    is_next_probability,
-    minilm_for,
-)
-from scratch.training import Run, hf_loss, lr_factor
+from course import assets, corpora
+from course.bert_tasks import sentence_pairs
+from course.checkpoints import NSP_HEADS, is_next_probability, minilm_for
+from scratch.l06_training import Run, hf_loss, lr_factor
 
 MAX_TOKENS = 128
 QUICK_SAMPLE = 200  # the first test pairs, re-scored by tests/test_bert.py

@@ -24,7 +24,7 @@ from recipes.common import checkpoint_folder, cli
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from scratch import assets
+from course import assets
 
 TOPICS = """
 a visit to the dentist; a rainy afternoon at home; fixing a flat bicycle tyre; a child's birthday party;

@@ -6,7 +6,7 @@ in data/checkpoints/spam-transfer), and with `peft` LoRA through `transformers.T
 query and value projections of all 6 layers, the new classification head trained in full; batches of 8, AdamW at
 3e-3 with a linear schedule (warm-up over the first tenth), 5 epochs, the validation accuracy (100 further labelled
 e-mails) measured after each epoch and the best epoch's weights kept. This recipe runs that fine-tune on draws 0, 1
-and 2 (scratch.corpora.spam_draw; the seed also seeds the head, the adapters and the batches) and records, per draw,
+and 2 (course.corpora.spam_draw; the seed also seeds the head, the adapters and the batches) and records, per draw,
 the test accuracy on the 200 held-out e-mails, the validation accuracy of each epoch, the best epoch and the number of
 trained parameters. Draw 0 is the run lecture 7 trains live.
 
@@ -28,8 +28,8 @@ from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PrinterCallback, Trainer, TrainingArguments
 from transformers.utils import logging
 
-import scratch  # noqa: F401  (the numeric path)
-from scratch import assets, corpora
+import course  # noqa: F401  (the numeric path)
+from course import assets, corpora
 
 MAX_TOKENS = 32  # WordPiece tokens of an e-mail, as in lecture 7
 

@@ -1,6 +1,6 @@
 """spam-transfer (lecture 7, section 7): what pre-training is worth on the spam task, measured fairly.
 
-Three classifiers on the same labelled e-mails (20, 50 or 100, drawn three times: scratch.corpora.spam_draw with
+Three classifiers on the same labelled e-mails (20, 50 or 100, drawn three times: course.corpora.spam_draw with
 seeds 0, 1, 2) and the same 200 held-out test e-mails, each reading an e-mail's first 32 WordPiece tokens:
 
     naive Bayes   the tokens as a bag ([PAD] left out): per class, how often each token occurs (plus one), the
@@ -30,7 +30,7 @@ import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 from transformers.utils import logging
 
-from scratch import assets, corpora
+from course import assets, corpora
 
 MAX_TOKENS = 32  # WordPiece tokens of an e-mail, as in lecture 7
 BATCH = 8

@@ -3,7 +3,7 @@ random weights at the same budget, over seeds and learning rates.
 
 Lecture 9 teaches the course's tiny T5 (data/checkpoints/tiny-t5) the prefix "sort descending:" (a list of 3-7
 numbers 0-99, answered largest first), which it never saw in training, from 200 training lists: 60 steps of 16 pairs
-(scratch.text_to_text.fine_tune: AdamW, warm-up over the first tenth, cosine decay). It starts once from the multitask
+(course.text_to_text.fine_tune: AdamW, warm-up over the first tenth, cosine decay). It starts once from the multitask
 weights and once from random weights of the same architecture, and scores exact match on 100 held-out lists. This
 recipe runs both starts with every seed in `seeds` (the seed of the random weights and of the batches) at every
 learning rate in `lrs`, so the random start gets the rate that suits it, and records the accuracy of each run and a
@@ -24,9 +24,9 @@ from recipes.common import checkpoint_folder, cli, write_json
 from transformers import AutoTokenizer, T5ForConditionalGeneration
 
 import scratch
-from scratch import checkpoints
-from scratch.metrics import exact_match
-from scratch.text_to_text import fine_tune, text_to_text_dataset, text_to_text_generate
+from course import checkpoints
+from course.metrics import exact_match
+from course.text_to_text import fine_tune, text_to_text_dataset, text_to_text_generate
 
 STARTS = ("multitask", "random")
 

@@ -5,13 +5,13 @@
     reverse: k d a x                               -> x a d k
     sort: 42 7 19                                  -> 7 19 42
 
-The data comes from scratch.text_to_text; held-out inputs are fixed by a hash and never trained on.
+The data comes from course.text_to_text; held-out inputs are fixed by a hash and never trained on.
 
 1. a Unigram tokenizer (SentencePiece, the algorithm and library T5 uses: "▁" marks a word start, digits always
    single pieces) learned from 20,000 generated task pairs and the sentences of Moby-Dick's training chapters, as
    transformers' T5Tokenizer (<pad> = 0, </s> = 1, <unk> = 2); a stage started from --init-from keeps its tokenizer;
 2. a small T5ForConditionalGeneration (relative position buckets, no absolute positions) trained with AdamW on
-   freshly drawn mixed-task batches (teacher forcing), warm-up and cosine decay (scratch.training.Run);
+   freshly drawn mixed-task batches (teacher forcing), warm-up and cosine decay (scratch.l06_training.Run);
 3. greedy exact match per task on held-out inputs, written to metrics.json beside the weights, config, generation
    config and tokenizer files. A later stage adds its steps, time and history to the earlier stages'.
 
@@ -39,10 +39,10 @@ import sentencepiece as spm
 import torch
 from transformers import AutoTokenizer, GenerationConfig, T5Config, T5ForConditionalGeneration, T5Tokenizer
 
-from scratch import corpora
-from scratch.objectives import IGNORE_INDEX
-from scratch.text_to_text import TEXT_TO_TEXT_TASKS, text_to_text_accuracy, text_to_text_dataset, text_to_text_example
-from scratch.training import Run, hf_loss, lr_factor
+from course import corpora
+from course.text_to_text import TEXT_TO_TEXT_TASKS, text_to_text_accuracy, text_to_text_dataset, text_to_text_example
+from scratch.l06_training import Run, hf_loss, lr_factor
+from scratch.l07_masking import IGNORE_INDEX
 
 
 @dataclass
@@ -73,7 +73,7 @@ def train_tokenizer(config: Config) -> T5Tokenizer:
     learned its vocabulary from general text; the task text alone is too small and repetitive for the algorithm to
     keep even `translate` whole). Digits are always single pieces (split_digits).
 
-    The sentences are cut by a plain regex, not scratch.corpora.split_sentences: SentencePiece skips lines over 4,192
+    The sentences are cut by a plain regex, not course.corpora.split_sentences: SentencePiece skips lines over 4,192
     bytes, so the cut decides its input, and this one reproduces the shipped tokenizer exactly."""
     rng = random.Random(config.seed)
     corpus = []
@@ -191,7 +191,7 @@ def main(config: Config) -> dict:
     metrics = {
         "exact_match": {task: round(a, 4) for task, a in accuracy.items()},
         "eval": f"greedy decoding, {config.n_eval} held-out inputs per task "
-        f"(scratch.text_to_text.text_to_text_dataset({config.n_eval}, 'val', seed={config.seed + 2}, "
+        f"(course.text_to_text.text_to_text_dataset({config.n_eval}, 'val', seed={config.seed + 2}, "
         f"max_number={config.max_number}))",
         "max_number": config.max_number,
         "parameters": sum(p.numel() for p in model.parameters()),

@@ -8,7 +8,7 @@ trainings save their state every --save-every steps):
               of --vocab-size pieces, learned from the pre-training text and generated inputs of the five
               text-to-text tasks (so the task prefixes and common words are whole pieces), as transformers'
               T5Tokenizer with T5's 100 sentinels <extra_id_0..99> (<extra_id_0> the last id, as in T5);
-2. pretrain   a T5 from random weights trained on span corruption (scratch.objectives: 15 % noise, mean span
+2. pretrain   a T5 from random weights trained on span corruption (scratch.l09_span_corruption: 15 % noise, mean span
               length 3) of windows of --window pieces: Moby-Dick (every 10th chapter held out) and the texts of the
               classify task's training e-mails. The schedule spans --pretrain-steps; --stop-after ends earlier;
 3. transfer   fine-tune (a) the pre-trained model and (b) the same architecture from random weights, with the same
@@ -43,10 +43,11 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, T5ForConditionalGeneration, T5Tokenizer
 
-from scratch import corpora
-from scratch.objectives import IGNORE_INDEX, corrupt_ids, sentinel_tokens
-from scratch.text_to_text import CLASSIFY, T5_TASKS, spam_examples, text_to_text_accuracy, text_to_text_example
-from scratch.training import Run, decay_groups, hf_loss, lr_factor
+from course import corpora
+from course.text_to_text import CLASSIFY, T5_TASKS, spam_examples, text_to_text_accuracy, text_to_text_example
+from scratch.l06_training import Run, decay_groups, hf_loss, lr_factor
+from scratch.l07_masking import IGNORE_INDEX
+from scratch.l09_span_corruption import corrupt_ids, sentinel_tokens
 
 N_SENTINELS = 100
 EMAIL_PRETRAIN_CHARS = 1000  # characters of each e-mail used as pre-training text

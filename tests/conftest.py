@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import scratch  # noqa: F401  (offline environment before transformers is imported)
+import course  # noqa: F401  (offline environment before transformers is imported)
 
 ASSET_FIXTURES = {"smollm2", "minilm", "gpt2_files", "moby_dick", "mlm", "lora_mlm"}
 SLOW_FIXTURES = {"smollm2", "minilm", "mlm", "lora_mlm", "tiny_t5"}  # a real model: seconds to load, more to run
@@ -83,7 +83,7 @@ def tiny_gpt2():
     """A tiny random transformers GPT-2 (2 layers, V = 100, EOS 99, eager attention) and ours with its weights."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from scratch.pretrained import from_hf_gpt2
+    from course.pretrained import from_hf_gpt2
 
     torch.manual_seed(0)
     config = GPT2Config(
@@ -108,7 +108,7 @@ def tiny_llama():
     """A tiny random transformers Llama (grouped-query attention, tied embeddings, eager attention) and ours."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from scratch.pretrained import from_hf_llama
+    from course.pretrained import from_hf_llama
 
     torch.manual_seed(0)
     config = LlamaConfig(
@@ -132,8 +132,8 @@ def smollm2():
     transformers' model with its reference (eager) attention, ours built from it, and the tokenizer."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from scratch import assets
-    from scratch.pretrained import from_hf_llama
+    from course import assets
+    from course.pretrained import from_hf_llama
 
     path = assets.smollm2_dir()
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager").eval()
@@ -145,7 +145,7 @@ def minilm():
     """The real all-MiniLM-L6-v2 (transformers' BertModel, eager attention) and its tokenizer."""
     from transformers import AutoModel, AutoTokenizer
 
-    from scratch import assets
+    from course import assets
 
     folder = assets.minilm_dir()
     return AutoModel.from_pretrained(folder, attn_implementation="eager").eval(), AutoTokenizer.from_pretrained(folder)
@@ -154,6 +154,6 @@ def minilm():
 @pytest.fixture(scope="session")
 def tiny_t5():
     """The course's tiny T5 checkpoint (committed in data/checkpoints): (model, tokenizer)."""
-    from scratch.checkpoints import load_tiny_t5
+    from course.checkpoints import load_tiny_t5
 
     return load_tiny_t5()

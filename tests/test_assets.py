@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scratch import assets, corpora
-from scratch.rdata import read_r_serialized
+from course import assets, corpora
+from course.rdata import read_r_serialized
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""scratch.attention: parity with PyTorch's attention, the lecture's worked example, properties, bad input."""
+"""scratch.l03_attention and l04_multi_head_attention: parity with PyTorch, a worked example, properties, bad input."""
 
 import math
 
@@ -8,7 +8,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from scratch.attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from scratch.l03_attention import causal_mask, padding_mask, scaled_dot_product_attention
+from scratch.l04_multi_head_attention import MultiHeadAttention
 
 DTYPE = torch.float64
 

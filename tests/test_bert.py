@@ -6,9 +6,9 @@ import pytest
 import torch
 from transformers import BertForMaskedLM, BertForNextSentencePrediction
 
-from scratch import assets, checkpoints, corpora
-from scratch.bert_tasks import gazetteer_tags, masked_word_eval_set, sentence_pairs, single_token_words, word_targets
-from scratch.checkpoints import (
+from course import assets, checkpoints, corpora
+from course.bert_tasks import gazetteer_tags, masked_word_eval_set, sentence_pairs, single_token_words, word_targets
+from course.checkpoints import (
     MLM_HEADS,
     NSP_HEADS,
     is_next_probability,
@@ -18,9 +18,9 @@ from scratch.checkpoints import (
     load_nsp_classifier,
     tag_words,
 )
-from scratch.corpora import heldout_chapters, split_sentences, split_words, token_windows
-from scratch.metrics import bio_spans, context_free_baselines, fill_mask_accuracy, span_scores
-from scratch.objectives import IGNORE_INDEX, mask_tokens
+from course.corpora import heldout_chapters, split_sentences, split_words, token_windows
+from course.metrics import bio_spans, context_free_baselines, fill_mask_accuracy, span_scores
+from scratch.l07_masking import IGNORE_INDEX, mask_tokens
 
 MINILM_MLM_HEAD = "minilm-mlm-head"  # the head on the frozen encoder that minilm-lora-mlm superseded
 LORA_CHECKPOINT = "minilm-lora-mlm"

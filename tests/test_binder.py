@@ -83,7 +83,7 @@ def test_post_build_installs_the_locks_the_package_the_kernels_and_the_assets():
     pip = f"{prefix}/bin/python -m pip install"
     torch = f"{pip} --require-hashes --no-deps --no-index -r {prefix}/torch.lock"  # first: a CPU build if offered
     installs = [*(f"{pip} --require-hashes --no-deps -r {lock}" for lock in LOCKS), f"{pip} --no-deps -e ."]
-    kernels = f"{prefix}/bin/python -m scratch.kernel install"  # both kernels, into the image's environment
+    kernels = f"{prefix}/bin/python -m course.kernel install"  # both kernels, into the image's environment
     assets = f'{prefix}/bin/python -c "from scratch import assets;'  # every required asset, fetched and verified
     for step in (torch, *installs, kernels, assets):
         assert step in commands, f"`make image` does not run: {step}\n{commands}"
@@ -95,7 +95,7 @@ def test_post_build_installs_the_locks_the_package_the_kernels_and_the_assets():
 
 
 def test_the_image_takes_torch_from_pytorchs_cpu_builds_whose_hash_the_lock_holds():
-    from scratch.check import lock_tool
+    from course.check import lock_tool
 
     lock = lock_tool()
     script = (BINDER / "postBuild").read_text()

@@ -1,4 +1,4 @@
-"""scratch.blocks: LayerNorm, FeedForward and the encoder/decoder blocks against torch.nn, plus bad input."""
+"""scratch.l05_transformer_block: LayerNorm, FeedForward, the encoder/decoder blocks against torch.nn; bad input."""
 
 import math
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from scratch.attention import causal_mask, padding_mask
-from scratch.blocks import DecoderBlock, EncoderBlock, FeedForward, LayerNorm
+from scratch.l03_attention import causal_mask, padding_mask
+from scratch.l05_transformer_block import DecoderBlock, EncoderBlock, FeedForward, LayerNorm
 
 
 def randn(*shape, seed=0, dtype=torch.float64):

@@ -321,7 +321,7 @@ def check_bertviz_views(page, path):
                                           frame: [window.innerWidth, window.innerHeight]})""")
         assert size["content"][1] <= size["frame"][1] and size["content"][0] <= size["frame"][0], (
             f"{name}: view {k} is cut off: it needs {size['content']} px but its iframe is {size['frame']} px "
-            "(pass a larger height to scratch.viz.show_bertviz)"
+            "(pass a larger height to course.viz.show_bertviz)"
         )
         element.scroll_into_view_if_needed()
         shot = element.screenshot(path=SCREENSHOTS / f"{path.stem}-view{k}.png")

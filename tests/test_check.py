@@ -1,4 +1,4 @@
-"""`python -m scratch.check`: one OK/FAIL line per pinned package and asset, a fix for each FAIL,
+"""`python -m course.check`: one OK/FAIL line per pinned package and asset, a fix for each FAIL,
 and nothing fetched while checking."""
 
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from scratch import assets, check, checkpoints
+from course import assets, check, checkpoints
 
 
 def test_reads_every_pin_of_requirements(tmp_path):
@@ -51,7 +51,7 @@ def test_missing_asset_is_reported_not_fetched(tmp_path, monkeypatch):
     fetched = []
     monkeypatch.setattr(assets, "_fetch_npm", lambda pkg: fetched.append(pkg))
     ok, what, fix = check.check_asset("moby-dick")
-    assert not ok and "not fetched" in what and "scratch.assets" in fix
+    assert not ok and "not fetched" in what and "course.assets" in fix
     assert fetched == [] and list(tmp_path.iterdir()) == []
 
 
@@ -101,7 +101,7 @@ def test_exit_code_and_summary(monkeypatch, capsys):
 def test_runs_as_a_module_and_finds_the_test_environment_ready():
     """`make test` sets up first, so here every pinned package, asset and checkpoint and the course's kernel are
     OK (Chromium may be missing: the book's browser test then skips)."""
-    result = subprocess.run([sys.executable, "-m", "scratch.check"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "course.check"], capture_output=True, text=True)
     lines = [line for line in result.stdout.splitlines() if line.startswith(("OK", "FAIL"))]
     folders = [p for p in checkpoints.CHECKPOINT_DIR.iterdir() if p.is_dir()]
     # python, the lock against requirements.txt, each pin, the lock's other packages (one line), nbgrader (one line),
@@ -112,7 +112,7 @@ def test_runs_as_a_module_and_finds_the_test_environment_ready():
     assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)
 
 
-# `python -m scratch.check` under an import blocker: a finder ahead of all others refuses the named packages, as on a
+# `python -m course.check` under an import blocker: a finder ahead of all others refuses the named packages, as on a
 # machine where they are not installed (their metadata stays, so only the checks that import them can notice).
 BLOCKED_RUN = """
 import runpy, sys
@@ -123,7 +123,7 @@ class NotInstalled:
             raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
 
 sys.meta_path.insert(0, NotInstalled())
-runpy.run_module("scratch.check", run_name="__main__", alter_sys=True)
+runpy.run_module("course.check", run_name="__main__", alter_sys=True)
 """
 
 
@@ -150,7 +150,7 @@ def test_reports_a_torch_that_cannot_be_imported_instead_of_crashing():
 def test_reports_every_missing_package_on_a_bare_python():
     """Only the standard library (no site-packages: -S), the course's package found from its source folder."""
     code = f"import runpy, sys; sys.path.insert(0, {str(assets.ROOT / 'lib')!r}); " + (
-        "runpy.run_module('scratch.check', run_name='__main__', alter_sys=True)"
+        "runpy.run_module('course.check', run_name='__main__', alter_sys=True)"
     )
     fails = run_check("-I", "-S", "-c", code)
     assert "FAIL  torch not installed (pinned 2.13.0)" in fails
@@ -161,7 +161,7 @@ def test_reports_every_missing_package_on_a_bare_python():
 def test_kernel_check_names_a_missing_or_unpinned_kernel(monkeypatch):
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKernel
 
-    from scratch import kernel, numerics
+    from course import kernel, numerics
 
     monkeypatch.setattr(numerics, "cpu_supports_pinned_path", lambda: True)
     installed = {}
@@ -173,7 +173,7 @@ def test_kernel_check_names_a_missing_or_unpinned_kernel(monkeypatch):
 
     monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", get_kernel_spec)
     ok, what, fix = check.check_kernel()
-    assert not ok and "not installed" in what and "scratch.kernel install" in fix
+    assert not ok and "not installed" in what and "course.kernel install" in fix
 
     unpinned = kernel.kernel_spec()
     del unpinned["env"]["ATEN_CPU_CAPABILITY"]

@@ -1,4 +1,4 @@
-"""MiniLM's checkpoints as ordinary transformers folders (scratch.checkpoints.merged_model_dir): the Auto classes
+"""MiniLM's checkpoints as ordinary transformers folders (course.checkpoints.merged_model_dir): the Auto classes
 load them, pipeline() answers with them, and their logits are the course loaders' (adapters unmerged)."""
 
 import json
@@ -13,8 +13,8 @@ from transformers import (
     pipeline,
 )
 
-from scratch import checkpoints
-from scratch.checkpoints import (
+from course import checkpoints
+from course.checkpoints import (
     frozen_block_outputs,
     is_next_probability,
     load_lora_mlm,
@@ -23,7 +23,7 @@ from scratch.checkpoints import (
     merged_model_dir,
     tag_words,
 )
-from scratch.metrics import bio_spans
+from course.metrics import bio_spans
 
 pytestmark = [pytest.mark.slow, pytest.mark.assets]
 

@@ -1,4 +1,4 @@
-"""Claim checks (scratch.claims): a false claim fails a test run and tells a student, a true one prints nothing.
+"""Claim checks (course.claims): a false claim fails a test run and tells a student, a true one prints nothing.
 
 The lectures' collapsed `claims` cells call `claim(holds, sentence, observed)`. Under SCRATCH_CLAIMS=strict, which
 the Makefile sets for the runs that verify the notebooks, a false claim raises; in a student's session it prints one
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from scratch import claims
-from scratch.claims import claim
+from course import claims
+from course.claims import claim
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -120,8 +120,8 @@ def test_every_claims_cell_checks_through_the_helper():
         tree = ast.parse("".join(cell["source"]))
         asserts = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
         assert not asserts, f"{where}: bare assert on line(s) {asserts}; use claim(holds, sentence, observed)"
-        imports = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "scratch.claims"]
-        assert imports, f"{where}: import the helper in the cell itself (from scratch.claims import claim)"
+        imports = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "course.claims"]
+        assert imports, f"{where}: import the helper in the cell itself (from course.claims import claim)"
 
 
 def test_the_committed_claims_cells_printed_nothing():
@@ -148,8 +148,8 @@ def notebook(tmp_path: Path) -> Path:
 
     cells = [
         code(1, "x = 2\nprint(x)", ["2\n"]),
-        code(2, f"from scratch.claims import claim\n\nclaim(x == 3, {SENTENCE!r}, x)", [note], claims_cell=True),
-        code(3, f"from scratch.claims import claim\n\nclaim(x == 2, {SENTENCE.replace('3', '2')!r}, x)", [], True),
+        code(2, f"from course.claims import claim\n\nclaim(x == 3, {SENTENCE!r}, x)", [note], claims_cell=True),
+        code(3, f"from course.claims import claim\n\nclaim(x == 2, {SENTENCE.replace('3', '2')!r}, x)", [], True),
         code(4, "print('after', x)", ["after 2\n"]),
     ]
     kernelspec = {"display_name": "Python 3", "language": "python", "name": "python3"}

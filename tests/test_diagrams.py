@@ -1,4 +1,4 @@
-"""Every diagram in scratch.diagrams draws without error, off-screen (Agg)."""
+"""Every diagram in course.diagrams draws without error, off-screen (Agg)."""
 
 import matplotlib
 
@@ -7,7 +7,7 @@ matplotlib.use("Agg")  # tests draw off-screen
 import matplotlib.pyplot as plt
 import pytest
 
-from scratch import diagrams
+from course import diagrams
 
 # --- Lecture 0 (introduction) and lecture 6 (the full transformer) ---------------------------------------------
 

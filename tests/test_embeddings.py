@@ -1,4 +1,4 @@
-"""scratch.embeddings: sinusoidal table vs the formula, RoPE vs transformers' Llama, T5 buckets, bad input."""
+"""scratch.l02_positions: sinusoidal table vs the formula, RoPE vs transformers' Llama, T5 buckets, bad input."""
 
 import math
 
@@ -10,7 +10,7 @@ from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply
 from transformers.models.llama.modeling_llama import rotate_half as hf_rotate_half
 from transformers.models.t5.modeling_t5 import T5Attention
 
-from scratch.embeddings import (
+from scratch.l02_positions import (
     LearnedPositionalEmbedding,
     RelativePositionBias,
     RotaryEmbedding,

@@ -16,7 +16,7 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from scratch.check import lock_tool  # noqa: E402  (tools/lock.py, which writes and reads the lock)
+from course.check import lock_tool  # noqa: E402  (tools/lock.py, which writes and reads the lock)
 
 lock = lock_tool()
 
@@ -153,7 +153,7 @@ def test_one_python_version_everywhere():
     assert f"You need Python {python}" in (ROOT / "README.md").read_text()
     for path in (lock.LOCK, lock.CUDA_LOCK):
         assert f"for CPython {python} on" in path.read_text(), path.name
-    from scratch import check, kernel
+    from course import check, kernel
 
     assert check.check_python()[0] and f"course: {python}" in check.check_python()[1]
     assert f"(Python {python})" in kernel.KERNEL_DISPLAY_NAME

@@ -1,4 +1,4 @@
-"""scratch.checks.support: what every lecture's check module relies on is bound when it is imported, answers are
+"""course.checks.support: what every lecture's check module relies on is bound when it is imported, answers are
 checked by exact type, and the student's code runs under a time budget. (tests/test_exercises.py runs the lectures'
 checks themselves against solutions, stubs and stored wrong and hostile answers.)"""
 
@@ -10,8 +10,8 @@ import time
 import pytest
 import torch
 
-import scratch.exercises
-from scratch.checks import support
+import course.exercises
+from course.checks import support
 
 
 @contextlib.contextmanager
@@ -78,7 +78,7 @@ def test_rebinding_torch_math_the_builtins_or_scratch_exercises_later_changes_no
         rebound(torch, "equal", always),
         rebound(math, "isclose", always),
         rebound(builtins, "abs", lambda x: 0),
-        rebound(scratch.exercises, "forbid", lambda *names, hint: contextlib.nullcontext()),
+        rebound(course.exercises, "forbid", lambda *names, hint: contextlib.nullcontext()),
     ):
         assert not support.close(torch.zeros(3), torch.ones(3))
         assert not support.equal(torch.zeros(3), torch.ones(3))
@@ -90,7 +90,7 @@ def test_rebinding_torch_math_the_builtins_or_scratch_exercises_later_changes_no
 
 
 def test_a_mode_left_active_by_a_solution_is_refused():
-    mode = scratch.exercises.CountOps()
+    mode = course.exercises.CountOps()
     mode.__enter__()
     try:
         with pytest.raises(AssertionError, match="hint: a PyTorch mode is still active"):

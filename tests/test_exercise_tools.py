@@ -1,31 +1,22 @@
-"""scratch.exercises: forbid (a shortcut fails inside a check, at every path to its kernel, and everything is
+"""course.exercises: forbid (a shortcut fails inside a check, at every path to its kernel, and everything is
 restored after it) and the instruments the checks measure solutions with."""
 
 import pytest
 import torch
 
-import scratch.attention
-import scratch.blocks
-from scratch.attention import causal_mask
-from scratch.exercises import (
-    CountOps,
-    LargestTensor,
-    LiveTensors,
-    LookupOnly,
-    block_passes,
-    forbid,
-    randomised,
-    stream,
-)
+import scratch.l04_multi_head_attention
+import scratch.l05_transformer_block
+from course.exercises import CountOps, LargestTensor, LiveTensors, LookupOnly, block_passes, forbid, randomised, stream
+from scratch.l03_attention import causal_mask
 
 
 def test_a_forbidden_python_function_fails_by_any_name_and_comes_back():
     expected = causal_mask(4)
-    with forbid("scratch.attention.causal_mask", hint="build the mask from torch.arange"):
+    with forbid("scratch.l03_attention.causal_mask", hint="build the mask from torch.arange"):
         with pytest.raises(AssertionError, match="hint: build the mask from torch.arange"):
             causal_mask(4)  # imported before the check: the code itself is swapped
-        with pytest.raises(AssertionError, match="without scratch.attention.causal_mask"):
-            scratch.attention.causal_mask(4)
+        with pytest.raises(AssertionError, match="without scratch.l03_attention.causal_mask"):
+            scratch.l03_attention.causal_mask(4)
     assert torch.equal(causal_mask(4), expected)
 
 
@@ -169,8 +160,8 @@ def test_live_tensors_counts_what_is_still_held():
 
 
 def test_block_passes_records_the_rows_of_every_pass_and_restores_the_blocks():
-    from scratch.blocks import DecoderBlock, EncoderBlock
-    from scratch.models import Transformer
+    from scratch.l05_transformer_block import DecoderBlock, EncoderBlock
+    from scratch.l06_transformer import Transformer
 
     originals = EncoderBlock.forward_with_weights, DecoderBlock.forward_with_weights
     model = Transformer(10, 12, d_model=8, h=2, N=2, d_ff=16, dropout=0.0).eval()
@@ -199,6 +190,6 @@ def test_stream_reports_how_many_earlier_blocks_are_still_held():
 
 
 def test_randomised_moves_the_norms_away_from_one_and_zero():
-    block = randomised(scratch.blocks.EncoderBlock(8, 2, 16))
+    block = randomised(scratch.l05_transformer_block.EncoderBlock(8, 2, 16))
     assert not block.training and block.norm1.weight.dtype == torch.float64
     assert not torch.allclose(block.norm1.weight, torch.ones(8, dtype=torch.float64))

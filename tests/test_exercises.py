@@ -6,8 +6,8 @@ nothing from the lecture); then per exercise k a locked markdown statement "### 
 (easy|medium|hard, about N min)" with a "**Practises:**" line (grade_id `exerciseK_text`), a solution cell
 (`solution: true`, grade_id `exerciseK`, tagged `solution`, collapsed: the solution between ### BEGIN SOLUTION and
 ### END SOLUTION) and a check cell (`grade: true, locked: true`, grade_id `exerciseK_check`, points 1/2/3 by level,
-tagged `check`: "# Check exercise k", then one call into the lecture's check module, scratch.checks.lecture_NN, which
-the set-up imports before any solution runs: `from scratch.checks import lecture_03` and `lecture_03.softmax(softmax)`;
+tagged `check`: "# Check exercise k", then one call into the lecture's check module, course.checks.lecture_NN, which
+the set-up imports before any solution runs: `from course.checks import lecture_03` and `lecture_03.softmax(softmax)`;
 its failures are AssertionErrors whose messages start with "hint: ").
 
 The pairing: with the solutions every check passes and writes nothing to stderr (nbgrader scores a check that does
@@ -207,15 +207,15 @@ def in_notebooks(monkeypatch):
 
 @pytest.fixture
 def restored_modules():
-    """Undo what a hostile solution cell does to shared modules (torch, math, the built-ins, scratch.exercises, the
+    """Undo what a hostile solution cell does to shared modules (torch, math, the built-ins, course.exercises, the
     Tensor class) once the test ends: their names come back as they were."""
     import math
 
     import torch
 
-    import scratch.exercises
+    import course.exercises
 
-    owners = [builtins, math, torch, torch.Tensor, torch.nn.functional, scratch.exercises]
+    owners = [builtins, math, torch, torch.Tensor, torch.nn.functional, course.exercises]
     saved = [(owner, dict(vars(owner))) for owner in owners]
     modules = dict(sys.modules)
     yield
@@ -313,8 +313,8 @@ def test_structure(path):
         )
         module = check_module(path)
         call = rf"{module}\.\w+\({', '.join(sorted(defined_names(solution.source), key=solution.source.index))}\)"
-        assert re.fullmatch(rf"# Check exercise {k}\nfrom scratch\.checks import {module}\n\n{call}", check.source), (
-            f"{where}: the check cell is '# Check exercise {k}', 'from scratch.checks import {module}' and one call "
+        assert re.fullmatch(rf"# Check exercise {k}\nfrom course\.checks import {module}\n\n{call}", check.source), (
+            f"{where}: the check cell is '# Check exercise {k}', 'from course.checks import {module}' and one call "
             f"that hands in what the solution defines, e.g. '{module}.name(name)':\n{check.source}"
         )
         for cell in (setup, solution, check):
@@ -372,20 +372,20 @@ def test_checks_import_what_they_rely_on(path):
             problems.append(f"check {k} looks up {sorted(looked_up)}: import them in the check itself")
     assert not problems, (
         f"{path.name}: a solution cell could rebind these names and switch the check off "
-        "(e.g. `from builtins import len`, `import torch`, `from scratch.exercises import forbid`):\n"
+        "(e.g. `from builtins import len`, `import torch`, `from course.exercises import forbid`):\n"
         + "\n".join(problems)
     )
 
 
 @by_name
 def test_check_cells_are_one_line_calls_and_no_notebook_holds_a_reference(path):
-    """A check cell shows at most MAX_CHECK_LINES lines (the check lives in scratch.checks.lecture_NN, imported by the
+    """A check cell shows at most MAX_CHECK_LINES lines (the check lives in course.checks.lecture_NN, imported by the
     set-up); no locked cell but the set-up defines a function or class (a reference solution in plain view), and
     the set-up imports the lecture's check module."""
     setup, exercises = exercise_section(path)
     module = check_module(path)
-    assert re.search(rf"^from scratch\.checks import {module}$", setup.source, re.M), (
-        f"{path.name}: the set-up imports the check module before any solution runs: 'from scratch.checks import "
+    assert re.search(rf"^from course\.checks import {module}$", setup.source, re.M), (
+        f"{path.name}: the set-up imports the check module before any solution runs: 'from course.checks import "
         f"{module}'"
     )
     problems = []
@@ -403,7 +403,7 @@ def test_check_cells_are_one_line_calls_and_no_notebook_holds_a_reference(path):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda)
         ]
         if defined:
-            problems.append(f"cell {index} defines {defined}: references belong in scratch.checks.{module}")
+            problems.append(f"cell {index} defines {defined}: references belong in course.checks.{module}")
     assert not problems, f"{path.name}: " + "; ".join(problems)
 
 
@@ -475,12 +475,12 @@ AGREEING = {
 @contextlib.contextmanager
 def tampered():
     """What a solution cell can do to the names the checks use, after the set-up: comparisons that always agree,
-    built-ins that always pass, scratch.exercises' tools that do nothing. Undone afterwards."""
+    built-ins that always pass, course.exercises' tools that do nothing. Undone afterwards."""
     import math
 
     import torch
 
-    import scratch.exercises
+    import course.exercises
 
     patches = [
         (torch, "allclose", lambda *args, **kwargs: True),
@@ -491,7 +491,7 @@ def tampered():
         (math, "isfinite", lambda *args, **kwargs: True),
         (builtins, "abs", lambda x: 0),
         (builtins, "all", lambda iterable: True),
-        (scratch.exercises, "forbid", lambda *names, hint: contextlib.nullcontext()),
+        (course.exercises, "forbid", lambda *names, hint: contextlib.nullcontext()),
     ]
     undo = [(owner, name, vars(owner).get(name)) for owner, name, _ in patches]
     try:
@@ -513,7 +513,7 @@ def test_checks_bind_what_they_rely_on_and_compare_plain_values(
     path, in_notebooks, plain_mpl, capsys, restored_modules
 ):  # noqa: E501
     """After the set-up, a solution cell rebinds torch.allclose, torch.equal, math.isclose, builtins.abs and all and
-    scratch.exercises.forbid, and (as the notebook's names) the check module's tools; each exercise's functions
+    course.exercises.forbid, and (as the notebook's names) the check module's tools; each exercise's functions
     return an int, float, list, tuple or tensor subclass whose `==`, `!=` and `-` always agree. Every check still fails
     with a hint: the check modules bound their tools when the set-up imported them, and compare plain values."""
     _, exercises = exercise_section(path)

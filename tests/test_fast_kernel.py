@@ -2,8 +2,8 @@
 
 No notebook names it (tests/test_numerics.py holds the notebooks to the pinned kernel); students pick it by hand.
 It must start on the native path even when the process that starts it was pinned (nbval under a pytest whose
-conftest imported scratch, a hub whose spawner copied a pinned environment), and `import scratch` in it must
-neither pin anything nor warn, whichever comes first, torch or scratch.
+conftest imported course, a hub whose spawner copied a pinned environment), and `import course` in it must
+neither pin anything nor warn, whichever comes first, torch or course.
 """
 
 import json
@@ -13,7 +13,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import start_new_kernel
 
-from scratch import kernel, numerics
+from course import kernel, numerics
 
 
 def test_the_native_environment_drops_every_pinned_variable():
@@ -55,7 +55,7 @@ def test_a_cgroup_quota_caps_the_cores(tmp_path):
 def test_the_fast_kernel_spec_starts_through_run_fast():
     spec = kernel.kernel_spec(fast=True)
     assert spec["display_name"] == kernel.FAST_KERNEL_DISPLAY_NAME
-    assert spec["argv"][1:4] == ["-m", "scratch.kernel", "run-fast"]
+    assert spec["argv"][1:4] == ["-m", "course.kernel", "run-fast"]
     assert spec["env"] == {numerics.NATIVE_VARIABLE: "native"}
 
 
@@ -78,8 +78,8 @@ def test_a_started_fast_kernel_runs_natively_on_every_usable_core(monkeypatch):
     try:
         code = (
             "import json, os, subprocess, sys, torch\n"
-            "import scratch\n"  # after torch, as most lectures do: no warning on the native path
-            "child = subprocess.run([sys.executable, '-c', 'import os, scratch; print(os.environ.get(\"MKL_CBWR\"))'],"
+            "import course\n"  # after torch, as most lectures do: no warning on the native path
+            "child = subprocess.run([sys.executable, '-c', 'import os, course; print(os.environ.get(\"MKL_CBWR\"))'],"
             " capture_output=True, text=True).stdout.strip()\n"
             "print(json.dumps({'capability': torch.backends.cpu.get_cpu_capability(),"
             " 'threads': torch.get_num_threads(), 'env': dict(os.environ), 'child': child}))"

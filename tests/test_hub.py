@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from scratch import kernel, numerics
+from course import kernel, numerics
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

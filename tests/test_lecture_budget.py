@@ -93,7 +93,7 @@ def test_claim_checks_are_collapsed_and_say_what_they_protect(path):
             for node in ast.walk(ast.parse(source(cell)))
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim"
         ]
-        assert calls, f"{where}: a claim check checks something (scratch.claims.claim)"
+        assert calls, f"{where}: a claim check checks something (course.claims.claim)"
         for node in calls:
             sentence = node.args[1] if len(node.args) > 1 else None
             assert isinstance(sentence, ast.Constant | ast.JoinedStr), (

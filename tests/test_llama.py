@@ -6,12 +6,13 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding
 
-from scratch.attention import MultiHeadAttention, causal_mask
-from scratch.blocks import EncoderBlock, RMSNorm, SwiGLUFeedForward
-from scratch.embeddings import RotaryEmbedding
-from scratch.models import GPT, GPTConfig
-from scratch.pretrained import from_hf_llama
-from scratch.sampling import generate
+from course.pretrained import from_hf_llama
+from scratch.l02_positions import RotaryEmbedding
+from scratch.l03_attention import causal_mask
+from scratch.l04_multi_head_attention import MultiHeadAttention
+from scratch.l05_transformer_block import EncoderBlock, RMSNorm, SwiGLUFeedForward
+from scratch.l06_gpt import GPT, GPTConfig
+from scratch.l10_decoding import generate
 
 # tiny_llama (a random transformers Llama and ours with its weights) and smollm2 are in conftest.py
 

@@ -1,16 +1,16 @@
-"""scratch.lora, bert_tasks and metrics: LoRA, BIO labels and spans, span scores, gazetteer labels, sentence pairs."""
+"""scratch.l07_lora, course.bert_tasks and metrics: LoRA, BIO spans, span scores, gazetteer tags, sentence pairs."""
 
 import pytest
 import torch
 from torch import nn
 
-import scratch  # noqa: F401  (offline environment before transformers)
-from scratch.bert_tasks import gazetteer_tags, sentence_pairs
-from scratch.checkpoints import BlockTagger, frozen_block_outputs
-from scratch.corpora import split_sentences, split_words
-from scratch.lora import LoRALinear, add_lora, trainable_state
-from scratch.metrics import bio_spans, span_scores
-from scratch.objectives import IGNORE_INDEX, label_first_pieces
+import course  # noqa: F401  (offline environment before transformers)
+from course.bert_tasks import gazetteer_tags, sentence_pairs
+from course.checkpoints import BlockTagger, frozen_block_outputs
+from course.corpora import split_sentences, split_words
+from course.metrics import bio_spans, span_scores
+from scratch.l07_lora import LoRALinear, add_lora, trainable_state
+from scratch.l07_masking import IGNORE_INDEX, label_first_pieces
 
 
 def test_lora_starts_as_the_base_layer_and_trains_only_the_adapters():
@@ -69,7 +69,7 @@ def test_bad_input_is_refused(call, error, message):
 def test_first_piece_labels_with_the_real_tokenizer():
     from transformers import AutoTokenizer
 
-    from scratch import assets
+    from course import assets
 
     tokenizer = AutoTokenizer.from_pretrained(assets.minilm_dir())
     words = ["Queequeg", "met", "Ishmael", "."]
@@ -122,7 +122,7 @@ def test_sentences_and_pairs():
 
 
 def test_same_chapter_negatives_are_far_from_a():
-    from scratch.bert_tasks import SAME_CHAPTER_DISTANCE
+    from course.bert_tasks import SAME_CHAPTER_DISTANCE
 
     long_chapters = [" ".join(f"Chapter {c} sentence number {i} here." for i in range(40)) for c in range(3)]
     assert sentence_pairs(long_chapters, 20, seed=3, same_chapter_share=0.0) == sentence_pairs(
@@ -144,7 +144,7 @@ def test_same_chapter_negatives_are_far_from_a():
 
 
 def test_block_heads_have_the_right_shapes():
-    from scratch.models import BERT
+    from scratch.l07_bert import BERT
 
     torch.manual_seed(0)
     encoder = BERT(vocab_size=30, d_model=16, h=2, N=2, d_ff=32, max_len=12).eval()  # no dropout

@@ -7,10 +7,12 @@ import pytest
 import torch
 from torch import nn
 
-from scratch.attention import causal_mask
-from scratch.models import BERT, GPT, GPTConfig, Transformer
-from scratch.pretrained import from_hf_bert
-from scratch.sampling import generate, greedy_decode
+from course.pretrained import from_hf_bert
+from scratch.l03_attention import causal_mask
+from scratch.l06_gpt import GPT, GPTConfig
+from scratch.l06_transformer import Transformer
+from scratch.l07_bert import BERT
+from scratch.l10_decoding import generate, greedy_decode
 
 PAD, BOS, EOS = 0, 1, 2
 

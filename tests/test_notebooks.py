@@ -46,7 +46,7 @@ def test_clean_outputs(path):
             f"{path.name} cell {i}: an nbval marker in the code; give the cell the tag instead (NBVAL_IGNORE_OUTPUT "
             "is the tag nbval-ignore-output)"
         )
-        assert not HUB_ID.search(source), f"{path.name} cell {i}: loads from the hub; use scratch.assets"
+        assert not HUB_ID.search(source), f"{path.name} cell {i}: loads from the hub; use course.assets"
         # under nbval a trailing ';' does not hide the value, so the stored and fresh outputs differ
         assert not source.rstrip().endswith(";"), f"{path.name} cell {i}: end plot cells with plt.show()"
         for output in cell["outputs"]:

@@ -1,13 +1,13 @@
-"""scratch.number_words and corpora: number words checked by hand, the translation and character data sets."""
+"""course.number_words and corpora: number words checked by hand, the translation and character data sets."""
 
 import random
 
 import pytest
 import torch
 
-from scratch.corpora import CharDataset, email_text, is_held_out, moby_dick_dataset
-from scratch.metrics import exact_match
-from scratch.number_words import (
+from course.corpora import CharDataset, email_text, is_held_out, moby_dick_dataset
+from course.metrics import exact_match
+from course.number_words import (
     ENGLISH_TOKENS,
     GERMAN_TOKENS,
     MAX_NUMBER,
@@ -22,7 +22,7 @@ from scratch.number_words import (
     number_length,
     number_translation_dataset,
 )
-from scratch.text_to_text import (
+from course.text_to_text import (
     CLASSIFY,
     NEW_TASKS,
     T5_TASKS,

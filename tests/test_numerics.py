@@ -17,7 +17,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import start_new_kernel
 
-from scratch import kernel, numerics
+from course import kernel, numerics
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
@@ -46,7 +46,7 @@ def test_the_kernel_spec_pins_the_numeric_path(name):
     try:
         spec = KernelSpecManager().get_kernel_spec(name)
     except NoSuchKernel:
-        pytest.fail(f"kernel {name!r} is not installed: run `make setup` (or `python -m scratch.kernel install`)")
+        pytest.fail(f"kernel {name!r} is not installed: run `make setup` (or `python -m course.kernel install`)")
     missing = {k: v for k, v in numerics.PINNED_ENV.items() if spec.env.get(k) != v}
     assert not missing, f"kernel {name!r} ({spec.resource_dir}) does not pin {missing}: run `make setup`"
 

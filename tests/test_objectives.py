@@ -1,6 +1,6 @@
-"""T5's span corruption in scratch.objectives: the noise mask measured over many samples, the corruption checked by
-hand and by reconstruction, corrupt_ids on token ids, shift_right against transformers' own, bad input. (The
-module's BERT objectives, mask_tokens and label_first_pieces, are tested in test_bert.py and
+"""T5's span corruption in scratch.l09_span_corruption: the noise mask measured over many samples, the corruption
+checked by hand and by reconstruction, corrupt_ids on token ids, shift_right against transformers' own, bad input. (The
+BERT objectives, scratch.l07_masking, are tested in test_bert.py and
 test_lora_and_bert_tasks.py.)"""
 
 import random
@@ -9,8 +9,8 @@ import statistics
 import pytest
 import torch
 
-from scratch.objectives import (
-    IGNORE_INDEX,
+from scratch.l07_masking import IGNORE_INDEX
+from scratch.l09_span_corruption import (
     corrupt_ids,
     random_spans_noise_mask,
     sentinel_tokens,

@@ -11,6 +11,8 @@ import pytest
 import torch
 from transformers import AutoModelForTokenClassification, BertForMaskedLM
 
+from course import checkpoints
+from course.text_to_text import TEXT_TO_TEXT_TASKS
 from recipes import (
     char_gpt,
     digits_sft,
@@ -26,8 +28,6 @@ from recipes import (
     tiny_t5_pretrained,
 )
 from recipes.common import cli
-from scratch import checkpoints
-from scratch.text_to_text import TEXT_TO_TEXT_TASKS
 
 RECIPES = Path(__file__).parents[1] / "recipes"
 

@@ -1,4 +1,4 @@
-"""scratch.sampling and the decoder's KV cache: the logits transforms against transformers' logits processors,
+"""scratch.l10_decoding and the decoder's KV cache: the logits transforms against transformers' logits processors,
 greedy, beam search and sampling against transformers' `generate` (a tiny random GPT-2, a tiny random Llama and
 the real SmolLM2-135M-Instruct), the cache against recomputation, text measures, and bad input."""
 
@@ -14,11 +14,12 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from scratch.attention import KVCache, MultiHeadAttention, causal_mask
-from scratch.embeddings import RotaryEmbedding
-from scratch.metrics import distinct_n, repetition
-from scratch.models import GPT, GPTConfig
-from scratch.sampling import apply_temperature, generate, process_logits, top_k_filter, top_p_filter
+from course.metrics import distinct_n, repetition
+from scratch.l02_positions import RotaryEmbedding
+from scratch.l03_attention import causal_mask
+from scratch.l04_multi_head_attention import KVCache, MultiHeadAttention
+from scratch.l06_gpt import GPT, GPTConfig
+from scratch.l10_decoding import apply_temperature, generate, process_logits, top_k_filter, top_p_filter
 
 # tiny_gpt2, tiny_llama (a random transformers model and ours with its weights) and smollm2 are in conftest.py
 

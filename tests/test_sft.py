@@ -1,13 +1,14 @@
-"""scratch.sft: lecture 8's SFT data, its labels masked to the answer, batches, and the reply score."""
+"""scratch.l08_sft: lecture 8's SFT data, its labels masked to the answer, batches, and the reply score."""
 
 import pytest
 import torch
 from transformers import AutoTokenizer
 
-import scratch  # noqa: F401  (offline environment before transformers)
-from scratch import assets
-from scratch.objectives import IGNORE_INDEX
-from scratch.sft import collate, digits_conversation, reply_accuracy, sft_example
+import course  # noqa: F401  (offline environment before transformers)
+from course import assets
+from course.number_words import digits_conversation
+from scratch.l07_masking import IGNORE_INDEX
+from scratch.l08_sft import collate, reply_accuracy, sft_example
 
 
 @pytest.fixture(scope="module")

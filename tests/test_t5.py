@@ -3,7 +3,7 @@ its tokenizer keeps the prefixes whole and spells numbers digit by digit, and it
 its metrics.json says; one training step by hand equals transformers' loss.
 data/checkpoints/tiny-t5-pretrained (span corruption only, with a 4,000-piece tokenizer): it is small, its tokenizer
 keeps the task prefixes and common words whole, and it still fills held-out spans as its metrics.json says (fresh
-windows and masks); its transfer record is complete. T5's relative position bias equals scratch.embeddings'; unsafe
+windows and masks); its transfer record is complete. T5's relative position bias equals scratch.l02_positions'; unsafe
 folders are refused."""
 
 import copy
@@ -17,12 +17,10 @@ from collections import Counter
 import pytest
 import torch
 
-from scratch import assets, checkpoints, corpora
-from scratch.checkpoints import load_tiny_t5
-from scratch.corpora import heldout_chapters
-from scratch.embeddings import RelativePositionBias
-from scratch.objectives import IGNORE_INDEX, corrupt_ids, sentinel_tokens, shift_right
-from scratch.text_to_text import (
+from course import assets, checkpoints, corpora
+from course.checkpoints import load_tiny_t5
+from course.corpora import heldout_chapters
+from course.text_to_text import (
     CLASSIFY,
     T5_TASKS,
     TEXT_TO_TEXT_TASKS,
@@ -33,6 +31,9 @@ from scratch.text_to_text import (
     text_to_text_dataset,
     text_to_text_generate,
 )
+from scratch.l02_positions import RelativePositionBias
+from scratch.l07_masking import IGNORE_INDEX
+from scratch.l09_span_corruption import corrupt_ids, sentinel_tokens, shift_right
 
 TARGET = 0.95  # exact match the issue asks for, on every task
 TOLERANCE = 0.05  # a 100-input sample may differ from the 1000-input measurement by a few points

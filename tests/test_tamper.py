@@ -117,8 +117,8 @@ def test_correct_solutions_are_not_flagged(path):
 SYNTHETIC = {
     "machinery": [
         "import torch as t\nt.allclose = lambda *a, **k: True",
-        "from scratch import exercises as e\ne.forbid = lambda *names, hint: None",
-        "import scratch.exercises\nscratch.exercises.forbid = None",
+        "from course import exercises as e\ne.forbid = lambda *names, hint: None",
+        "import course.exercises\ncourse.exercises.forbid = None",
         "import math\nmath.isclose = lambda *a, **k: True",
         "import builtins\nbuiltins.abs = lambda x: 0",
         "import builtins as b\nshort = b\nshort.all = lambda xs: True",
@@ -163,7 +163,7 @@ SYNTHETIC = {
         "exec('torch.allclose = lambda *a, **k: True')",
         "%run cheat.py",
         "!python cheat.py",
-        "from scratch.checks import support\nsupport.torch = None",
+        "from course.checks import support\nsupport.torch = None",
         "x = (",
     ],
     "operators": [
@@ -225,7 +225,7 @@ CLEAN = [
     "from collections import Counter\ncounts = Counter()\ncounts['a'] += 1",
     "def f(F):\n    F.x = 1",  # a parameter, not the module F
     "dtype = torch.float64\nx = torch.zeros(2, dtype=dtype)",
-    "import torch\nimport math\nfrom scratch.exercises import forbid",  # the same objects the checks import
+    "import torch\nimport math\nfrom course.exercises import forbid",  # the same objects the checks import
     "print(softmax(torch.tensor([1.0, 2.0])))",
 ]
 
@@ -236,9 +236,9 @@ def test_ordinary_code_is_not_flagged(source):
 
 
 def test_findings_name_the_line_and_what_it_touches():
-    source = "import contextlib\nimport scratch.exercises as tools\n\ntools.forbid = lambda *n, hint: None\n"
+    source = "import contextlib\nimport course.exercises as tools\n\ntools.forbid = lambda *n, hint: None\n"
     assert tamper.findings(source) == [
-        tamper.Finding(4, "machinery", "sets scratch.exercises.forbid", "tools.forbid = lambda *n, hint: None")
+        tamper.Finding(4, "machinery", "sets course.exercises.forbid", "tools.forbid = lambda *n, hint: None")
     ]
 
 
@@ -262,11 +262,11 @@ def solution(grade_id):
 
 
 def test_report_lists_the_students_own_cells_and_notes_them(tmp_path):
-    check = "# Check exercise 1\nfrom scratch.exercises import forbid\nassert softmax is not None, 'hint: ...'"
+    check = "# Check exercise 1\nfrom course.exercises import forbid\nassert softmax is not None, 'hint: ...'"
     source = notebook(
         [
             ("markdown", locked("title"), "# Exercises"),
-            ("code", locked("setup"), "import torch\nfrom scratch.exercises import forbid\nscores = torch.ones(2)"),
+            ("code", locked("setup"), "import torch\nfrom course.exercises import forbid\nscores = torch.ones(2)"),
             ("code", solution("exercise1"), "def softmax(s):\n    return s"),
             ("code", locked("exercise1_check", grade=True, points=1), check),
         ]
@@ -278,7 +278,7 @@ def test_report_lists_the_students_own_cells_and_notes_them(tmp_path):
             ("markdown", locked("title"), "# Exercises"),
             ("code", locked("setup"), source["cells"][1]["source"]),
             ("code", None, "scores.zero_()\nimport torch as t\nt.allclose = lambda *a, **k: True"),  # an added cell
-            ("code", solution("exercise1"), "from scratch import exercises\nexercises.forbid = None\ndef softmax(s):"),
+            ("code", solution("exercise1"), "from course import exercises\nexercises.forbid = None\ndef softmax(s):"),
             ("code", locked("exercise1_check", grade=True, points=1), check),  # as nbgrader restored it
         ]
     )
@@ -300,12 +300,12 @@ def test_report_lists_the_students_own_cells_and_notes_them(tmp_path):
     assert [(r["student"], r["exercise"], r["cell"], r["line"], r["what"]) for r in table] == [
         ("bob", "exercise 2", "exercise2", "1", "x"),  # another assignment's rows are kept
         ("mallory", "exercise 1", "added cell 3", "3", "sets torch.allclose"),
-        ("mallory", "exercise 1", "exercise1", "2", "sets scratch.exercises.forbid"),
+        ("mallory", "exercise 1", "exercise1", "2", "sets course.exercises.forbid"),
     ]
     assert len(rows) == 2 and table[1]["code"] == "t.allclose = lambda *a, **k: True"
     graded = json.loads((tmp_path / "autograded" / "mallory" / "01_x" / "01_x.ipynb").read_text())
     note = graded["cells"][1]
-    assert note["metadata"]["tags"] == [tamper.NOTE_TAG] and "sets scratch.exercises.forbid" in note["source"]
+    assert note["metadata"]["tags"] == [tamper.NOTE_TAG] and "sets course.exercises.forbid" in note["source"]
     assert "score is as autograded" in note["source"]
     assert (tmp_path / "autograded" / "mallory" / "01_x" / "01_x.ipynb").stat().st_mode & 0o777 == 0o444
     clean = json.loads((tmp_path / "autograded" / "alice" / "01_x" / "01_x.ipynb").read_text())
@@ -320,9 +320,9 @@ def test_report_lists_the_students_own_cells_and_notes_them(tmp_path):
 FORBID_TRICK = """
 import contextlib
 
-import scratch.exercises
+import course.exercises
 
-scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+course.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
 
 def softmax(scores):
     return torch.softmax(scores, dim=-1)
@@ -332,7 +332,7 @@ def softmax(scores):
 @pytest.mark.slow
 def test_autograde_writes_the_tamper_report_and_the_feedback_shows_it(tmp_path):
     """release -> autograde -> feedback on lecture 3 in a course folder of its own: the student whose first
-    solution cell sets scratch.exercises.forbid to a no-op is in tamper_report.csv and their feedback opens with the
+    solution cell sets course.exercises.forbid to a no-op is in tamper_report.csv and their feedback opens with the
     note; the one with exercise 1's correct solution is in neither. Scores are nbgrader's."""
     root = tmp_path / "grading"
     (released,) = grading.release([GRADED], root)
@@ -352,7 +352,7 @@ def test_autograde_writes_the_tamper_report_and_the_feedback_shows_it(tmp_path):
     rows = list(csv.DictReader(report.open()))
     assert {row["student"] for row in rows} == {"mallory"}, rows
     assert any(
-        row["exercise"] == "exercise 1" and row["what"] == "sets scratch.exercises.forbid" and "lambda" in row["code"]
+        row["exercise"] == "exercise 1" and row["what"] == "sets course.exercises.forbid" and "lambda" in row["code"]
         for row in rows
     ), rows
     scores = {row["student_id"]: float(row["score"]) for row in csv.DictReader(grades.open())}
@@ -361,7 +361,7 @@ def test_autograde_writes_the_tamper_report_and_the_feedback_shows_it(tmp_path):
         student: html.unescape((root / "feedback" / student / GRADED / f"{GRADED}.html").read_text(encoding="utf-8"))
         for student in scores
     }
-    assert "grader's tamper check" in feedback["mallory"] and "sets scratch.exercises.forbid" in feedback["mallory"]
+    assert "grader's tamper check" in feedback["mallory"] and "sets course.exercises.forbid" in feedback["mallory"]
     assert "grader's tamper check" not in feedback["alice"]
     graded = nbformat.read(root / "autograded" / "mallory" / GRADED / f"{GRADED}.ipynb", as_version=4)
     assert [kind(cell) for cell in graded.cells].count(None) == 1, "one note, and no other cell added"

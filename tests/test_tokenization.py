@@ -1,4 +1,4 @@
-"""scratch.tokenization: GPT-2 parity, round trips, BPE training against a naive reference, special tokens in
+"""scratch.l01_tokenization: GPT-2 parity, round trips, BPE training against a naive reference, special tokens in
 the training text, streaming encode, bad input."""
 
 import json
@@ -12,8 +12,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scratch import assets, corpora
-from scratch.tokenization import (
+from course import assets, corpora
+from scratch.l01_tokenization import (
     GPT2_SPLIT_PATTERN,
     UNK,
     BPETokenizer,

@@ -1,4 +1,4 @@
-"""scratch.training: determinism, the schedule, that loss goes down, evaluation hooks, a Run stopped and resumed,
+"""scratch.l06_training: determinism, the schedule, that loss goes down, evaluation hooks, a Run stopped and resumed,
 bad input."""
 
 import math
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from scratch import seed_everything
-from scratch.models import GPT, GPTConfig, Transformer
-from scratch.training import (
+from scratch.l06_gpt import GPT, GPTConfig
+from scratch.l06_training import (
     History,
     Run,
     decay_groups,
@@ -22,6 +22,7 @@ from scratch.training import (
     sequence_loss,
     train,
 )
+from scratch.l06_transformer import Transformer
 
 matplotlib.use("Agg")
 
@@ -68,7 +69,7 @@ def test_progress_bar_is_plain_text(capsys):
     """The bar is tqdm's text bar on stderr (a stored notebook keeps its last line), not tqdm.auto's widget."""
     import tqdm.std
 
-    from scratch import training
+    from scratch import l06_training as training
 
     assert training.tqdm is tqdm.std.tqdm
     train(tiny_gpt(), counting_batches(), 3, lr=3e-3, device="cpu", eval_fn=lambda m: 0.5, eval_every=3)

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from scratch import viz
+from course import viz
 
 
 def test_attention_heatmap_labels_and_title():

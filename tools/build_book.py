@@ -33,8 +33,7 @@ import nbformat
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
 
-import scratch  # noqa: F401  (scratch.OFFLINE_ENV: the notebooks re-executed here inherit it, never reach the hub)
-from scratch import assets
+from course import assets  # first: course sets OFFLINE_ENV, which the notebooks re-executed here inherit
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "book_template"
 STATIC = "_static"

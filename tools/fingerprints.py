@@ -9,7 +9,7 @@ a training that uses it drifts apart:
 
 tools/fingerprints/ holds the files of the machines the notebooks' outputs were made or checked on. On those, MKL's
 vector-math sqrt (`sqrt(abs)`, `pow 0.5`, and the for-loop and foreach Adam that call it) splits Intel from AMD; every
-other operation agrees. The fused Adam/AdamW lines are the course's own path (scratch.numerics explains why); a file
+other operation agrees. The fused Adam/AdamW lines are the course's own path (course.numerics explains why); a file
 made before they were added lacks them, and `--compare` says so.
 """
 
@@ -31,13 +31,13 @@ if len(sys.argv) == 4 and sys.argv[1] == "--compare":
     )
     sys.exit(1 if differ else 0)
 
-import scratch  # noqa: F401  (pins the numeric path before torch loads, as the course's kernel does)
+import course  # noqa: F401  (pins the numeric path before torch loads, as the course's kernel does)
 
 # isort: split
 import torch
 import torch.nn.functional as F
 
-from scratch import numerics
+from course import numerics
 
 torch.manual_seed(0)
 ops = {}

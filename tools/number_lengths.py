@@ -23,14 +23,14 @@ import json
 import random
 import time
 
-import scratch  # before torch: the course's pinned numeric path
+import course  # noqa: F401  (before torch: the course's pinned numeric path)
+import scratch
 
 # isort: split
 import torch
 
-from scratch.corpora import is_held_out
-from scratch.models import Transformer
-from scratch.number_words import (
+from course.corpora import is_held_out
+from course.number_words import (
     ENGLISH_TOKENS,
     GERMAN_TOKENS,
     ONE_WORD_NUMBERS,
@@ -42,7 +42,8 @@ from scratch.number_words import (
     number_length,
     number_translation_dataset,
 )
-from scratch.training import estimate_loss, train
+from scratch.l06_training import estimate_loss, train
+from scratch.l06_transformer import Transformer
 
 
 def train_lecture6_model(data) -> Transformer:

@@ -3,7 +3,7 @@
     python tools/outputs_machine.py check NB...    warn for each notebook whose outputs came from another CPU vendor
     python tools/outputs_machine.py record NB...   write this machine into each notebook's metadata
 
-The record (`metadata.scratch.outputs_made_on`, scratch.numerics.this_machine) is what `make test` compares against:
+The record (`metadata.scratch.outputs_made_on`, course.numerics.this_machine) is what `make test` compares against:
 a cell tagged `cpu-sensitive` is compared digit for digit only on a CPU of the same vendor (docs/numerics.md,
 "Which machines compare outputs digit for digit"). Regenerating on another vendor moves that promise to the new
 vendor for the whole notebook, hence the warning.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from scratch import numerics
+from course import numerics
 
 
 def describe(made_on: dict | None) -> str:

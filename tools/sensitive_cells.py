@@ -11,7 +11,7 @@ notebook's own run.
 
 Tags are only added: one perturbed run is one sample of another machine, so a cell tagged once stays tagged.
 `make test` compares a tagged cell digit for digit only on the CPU vendor that made the outputs
-(scratch.numerics.cells_checked_by_claims).
+(course.numerics.cells_checked_by_claims).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from scratch import kernel, numerics
+from course import kernel, numerics
 
 ROOT = Path(__file__).resolve().parents[1]
 # scratch warns in a kernel off the pinned path; here that is the point, and the warning is not the cell's output

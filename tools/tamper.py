@@ -1,13 +1,13 @@
 """The tamper report of `make autograde` (tools/grading.py): what a submission's own cells do to the checking machinery.
 
-A check runs in the kernel the student controls, so a solution cell can switch it off (`scratch.exercises.forbid =
+A check runs in the kernel the student controls, so a solution cell can switch it off (`course.exercises.forbid =
 lambda *a, **k: ...`, `torch.allclose = ...`, a returned float whose `==` always agrees) or reach around a method
 rule by another path to the same computation (`torch._C`, `torch.ops`, another library's implementation). No
 notebook can prevent that, but a grader can see it: `findings(source)` reads one cell with Python's `ast` (so
 formatting and aliases do not hide it) and lists each such line, under one of three rules:
 
 - machinery: attributes set or deleted on an imported module or on a name the checks import (`torch.allclose = ...`,
-  `import torch as t; t.equal = ...`, `from scratch import exercises as e; e.forbid = ...`, `del math.isclose`),
+  `import torch as t; t.equal = ...`, `from course import exercises as e; e.forbid = ...`, `del math.isclose`),
   `setattr` / `delattr`, `sys.modules`, `importlib.reload`, `__builtins__`, writes through `globals()`, a name the
   checks use rebound at the top level (`def forbid(...)`, `torch = ...`, `abs = ...`), a special attribute set
   (`x.__class__ = ...`) or a function's insides read (`__globals__`, `__code__`), frame access (`sys._getframe`,
@@ -59,13 +59,13 @@ class Context(NamedTuple):
 
 
 def _exercise_tools() -> dict[str, str]:
-    """The tools of scratch.exercises (forbid, LookupOnly, ...), read from its source without importing torch."""
-    path = ROOT / "lib" / "scratch" / "exercises.py"
+    """The tools of course.exercises (forbid, LookupOnly, ...), read from its source without importing torch."""
+    path = ROOT / "lib" / "course" / "exercises.py"
     if not path.exists():
-        return {"forbid": "scratch.exercises.forbid"}
+        return {"forbid": "course.exercises.forbid"}
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
-    return {name: f"scratch.exercises.{name}" for name in names if not name.startswith("_")}
+    return {name: f"course.exercises.{name}" for name in names if not name.startswith("_")}
 
 
 # The built-ins the checks call: rebinding one at the top level of a solution cell is an attempt on them.
@@ -76,7 +76,7 @@ CHECK_BUILTINS = (
 DEFAULT = Context(
     imported={
         **{name: f"builtins.{name}" for name in CHECK_BUILTINS},
-        **{name: name for name in ("torch", "math", "numpy", "sys", "builtins", "scratch", "importlib")},
+        **{name: name for name in ("torch", "math", "numpy", "sys", "builtins", "scratch", "course", "importlib")},
         "np": "numpy",
         "F": "torch.nn.functional",
         "nn": "torch.nn",
@@ -105,7 +105,7 @@ FRAME_FUNCTIONS = {f"inspect.{name}" for name in ("currentframe", "stack", "geto
 FRAME_FUNCTIONS |= {"sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys.exc_info"}
 TORCH_MACHINERY = ("torch.ops", "torch.library", "torch.overrides", "torch.utils.dlpack", "torch.from_dlpack")
 OTHER_LIBRARIES = ("transformers", "tokenizers", "tiktoken", "sentencepiece", "ctypes")
-MACHINERY_MODULES = ("scratch.checks", "gc", "unittest.mock", "mock", "pytest", "sys.modules", "importlib.reload")
+MACHINERY_MODULES = ("course.checks", "gc", "unittest.mock", "mock", "pytest", "sys.modules", "importlib.reload")
 MACHINERY_MODULES += ("runpy", "subprocess")
 RUNS_UNREAD_CODE = {"exec", "eval", "compile", "__import__", "get_ipython", "breakpoint"}
 GLOBALS_WRITES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
@@ -166,7 +166,7 @@ class _Reader:
 
     def resolve(self, node: ast.AST) -> str | None:
         """The dotted path an expression names when it reaches an imported module or object (torch.nn.functional,
-        scratch.exercises.forbid), or the set-up's data; None for anything computed."""
+        course.exercises.forbid), or the set-up's data; None for anything computed."""
         if isinstance(node, ast.Name):
             if self._shadowed(node):
                 return None
@@ -331,7 +331,7 @@ class _Reader:
             self.add(node, OTHER, f"uses {found}: another path to PyTorch's operations")
         elif found := _under(path, OTHER_LIBRARIES):
             self.add(node, OTHER, f"uses {path}: another library's implementation")
-        elif (found := _private_part(path)) and found.startswith("scratch."):
+        elif (found := _private_part(path)) and found.startswith(("scratch.", "course.")):
             self.add(node, MACHINERY, f"uses {found}, a private part of the course's checking tools")
         elif found:
             self.add(node, OTHER, f"uses {found}, a private part of {found.split('.')[0]}")

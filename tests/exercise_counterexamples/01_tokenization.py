@@ -43,7 +43,7 @@ def best_merge(ids):
     return pair, saved[pair]
 """,
         "borrowed: the library's merge, once per pair": """
-from scratch.tokenization import merge
+from scratch.l01_tokenization import merge
 
 def best_merge(ids):
     saved = {pair: len(ids) - len(merge(ids, pair, -1)) for pair in set(zip(ids, ids[1:]))}
@@ -585,7 +585,7 @@ def expected_piece_counts(word, probs, longest):
 }
 
 # Written fresh for issue 34, by kind: (a) an argument ignored, (c) an edge case the statement covers, (e) tampering
-# after the set-up (returned objects whose == always agrees, the built-ins' or scratch.exercises' names rebound).
+# after the set-up (returned objects whose == always agrees, the built-ins' or course.exercises' names rebound).
 WRONG_SOLUTIONS[1].update(
     {
         "(e) an always-equal tuple, with builtins.all rebound": """
@@ -635,13 +635,13 @@ def tokens_per_word(encode, text):
 )
 WRONG_SOLUTIONS[3].update(
     {
-        "(e) forbid rebound in scratch.exercises, then transformers' own WordPiece": """
+        "(e) forbid rebound in course.exercises, then transformers' own WordPiece": """
 import contextlib
 
-import scratch.exercises
+import course.exercises
 from transformers.models.bert.tokenization_bert_legacy import WordpieceTokenizer
 
-scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+course.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
 
 def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
     return WordpieceTokenizer(vocab={piece: i for i, piece in enumerate(vocab)}, unk_token=unk,

@@ -113,7 +113,7 @@ def read_position(pe):
     3: {
         "borrowed: scratch's RotaryEmbedding with the dimensions reordered": """
 def rope_complex(x, positions):
-    from scratch.embeddings import RotaryEmbedding
+    from scratch.l02_positions import RotaryEmbedding
     d_head = x.shape[-1]
     halves = torch.cat([torch.arange(0, d_head, 2), torch.arange(1, d_head, 2)])
     out = torch.empty_like(x)

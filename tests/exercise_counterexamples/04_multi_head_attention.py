@@ -422,7 +422,7 @@ def gqa_by_hand(attn, x, mask=None):
 )
 
 # Written fresh for issue 34, by kind: (b) a dtype mishandled, (d) the method rule dodged by another path, (e)
-# tampering after the set-up (returned objects whose == always agrees, torch's or scratch.exercises' names rebound).
+# tampering after the set-up (returned objects whose == always agrees, torch's or course.exercises' names rebound).
 WRONG_SOLUTIONS[1].update(
     {
         "(b) float32 views whatever the dtype: a float64 qkv comes back converted": """
@@ -473,12 +473,12 @@ def mha_parameter_count(d_model, h, n_kv_heads=None, bias=True):
 )
 WRONG_SOLUTIONS[4].update(
     {
-        "(e) forbid rebound in scratch.exercises, then the module's own forward": """
+        "(e) forbid rebound in course.exercises, then the module's own forward": """
 import contextlib
 
-import scratch.exercises
+import course.exercises
 
-scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+course.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
 
 def torch_mha_by_hand(torch_mha, query, key, key_padding_mask):
     return torch_mha(query, key, key, key_padding_mask=key_padding_mask, need_weights=True)

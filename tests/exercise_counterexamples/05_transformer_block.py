@@ -43,7 +43,7 @@ def rms_norm(x, gamma, eps=1e-6):
 """
         + _LN_FROM_RMS,
         "borrowed: scratch's RMSNorm": """
-from scratch.blocks import RMSNorm
+from scratch.l05_transformer_block import RMSNorm
 
 def rms_norm(x, gamma, eps=1e-6):
     norm = RMSNorm(x.shape[-1], eps).to(x.dtype)
@@ -93,7 +93,7 @@ def swiglu_ffn(x, W_gate, W_up, W_down):
 """
         + _HIDDEN,
         "borrowed: scratch's SwiGLUFeedForward": """
-from scratch.blocks import SwiGLUFeedForward
+from scratch.l05_transformer_block import SwiGLUFeedForward
 
 def swiglu_ffn(x, W_gate, W_up, W_down):
     ffn = SwiGLUFeedForward(W_gate.shape[0], W_gate.shape[1]).to(x.dtype)
@@ -207,7 +207,7 @@ def receptive_field(masks):
     return reach
 """,
         "borrowed: real blocks and gradients": """
-from scratch.blocks import EncoderBlock
+from scratch.l05_transformer_block import EncoderBlock
 
 def receptive_field(masks):
     n = masks[0].shape[-1]
@@ -289,7 +289,7 @@ def decoder_block_step(block, x_t, memory, cache):
     return block(cache["inputs"], memory, self_mask=causal_mask(n))[:, -1:]
 """,
         "borrowed: the attention's own KVCache": """
-from scratch.attention import KVCache
+from scratch.l04_multi_head_attention import KVCache
 
 def decoder_block_step(block, x_t, memory, cache):
     kv = cache.setdefault("kv", KVCache())
@@ -627,7 +627,7 @@ def decoder_block_step(block, x_t, memory, cache):
     }
 )
 
-# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (e) tampering after the
+# Written fresh for issue 34 (checks in course.checks), by kind: (a) an argument ignored, (e) tampering after the
 # set-up (returned objects whose == always agrees, torch's or math's names rebound).
 WRONG_SOLUTIONS[2].update(
     {

@@ -42,9 +42,9 @@ def make_decoder_batch(sequences, bos_id, eos_id, pad_id):
 """,
     },
     2: {
-        "borrowed: scratch.training.lr_factor": """
+        "borrowed: scratch.l06_training.lr_factor": """
 def learning_rate(step, steps, peak, warmup, minimum):
-    from scratch.training import lr_factor
+    from scratch.l06_training import lr_factor
     return peak * lr_factor(step, steps, warmup, "cosine", minimum / peak)
 """,
         "warm-up starts at 0: step / warmup": """
@@ -532,7 +532,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
     return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
 """,
         "borrowed: greedy_decode for the tokens": """
-from scratch.sampling import greedy_decode
+from scratch.l10_decoding import greedy_decode
 
 @torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
@@ -591,7 +591,7 @@ def learning_rate(step, steps, peak, warmup, minimum):
 WRONG_SOLUTIONS[4].update(
     {
         "words split at spaces (the hyphenated tens kept whole)": """
-from scratch.number_words import english_number
+from course.number_words import english_number
 
 def order_blind_ceiling(numbers):
     return len({tuple(sorted(english_number(n).split())) for n in numbers}) / len(numbers)
@@ -626,8 +626,8 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
     }
 )
 
-# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (e) tampering after the
-# set-up (returned objects whose == always agrees, torch's, math's or scratch.exercises' names rebound).
+# Written fresh for issue 34 (checks in course.checks), by kind: (a) an argument ignored, (e) tampering after the
+# set-up (returned objects whose == always agrees, torch's, math's or course.exercises' names rebound).
 WRONG_SOLUTIONS[1].update(
     {
         "(e) always-equal tensors in an always-equal tuple, with torch.equal rebound": """
@@ -684,13 +684,13 @@ def order_blind_ceiling(numbers):
 )
 WRONG_SOLUTIONS[5].update(
     {
-        "(e) forbid rebound in scratch.exercises, then the library's greedy_decode": """
+        "(e) forbid rebound in course.exercises, then the library's greedy_decode": """
 import contextlib
 
-import scratch.exercises
-from scratch.sampling import greedy_decode
+import course.exercises
+from scratch.l10_decoding import greedy_decode
 
-scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+course.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
 
 @torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):

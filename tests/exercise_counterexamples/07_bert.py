@@ -364,9 +364,9 @@ def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, gene
     targets = torch.where(listed, ids.gather(1, positions), IGNORE_INDEX)
     return inputs, positions, targets
 """,
-        "borrowed: scratch.objectives.mask_tokens, then the first k of its picks": """
+        "borrowed: scratch.l07_masking.mask_tokens, then the first k of its picks": """
 def corrupt_fixed(ids, special, prob, max_predictions, mask_id, vocab_size, generator):
-    from scratch.objectives import mask_tokens
+    from scratch.l07_masking import mask_tokens
 
     inputs, labels = mask_tokens(ids, special, mask_id, vocab_size, prob, generator)
     picked = labels != IGNORE_INDEX
@@ -609,9 +609,9 @@ def token_log_probs(model, ids):
     },
 }
 
-# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (d) the method rule dodged
+# Written fresh for issue 34 (checks in course.checks), by kind: (a) an argument ignored, (d) the method rule dodged
 # by another path, (e) tampering after the set-up (returned objects whose == always agrees, torch's or
-# scratch.exercises' names rebound).
+# course.exercises' names rebound).
 WRONG_SOLUTIONS[1].update(
     {
         "(e) an always-equal tensor subclass, with torch.equal rebound": """
@@ -631,12 +631,12 @@ def segment_ids(input_ids, sep_id, pad_id):
 )
 WRONG_SOLUTIONS[3].update(
     {
-        "(e) an always-equal list, forbid rebound in scratch.exercises": """
+        "(e) an always-equal list, forbid rebound in course.exercises": """
 import contextlib
 
-import scratch.exercises
+import course.exercises
 
-scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+course.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
 
 class Always(list):
     def __eq__(self, other):

@@ -320,7 +320,7 @@ def decoder_layer_by_hand(layer, x, config):
             "    mlp = layer.mlp\n    z = rms_norm(a, layer.post_attention_layernorm.weight)\n"
             "    gate = z @ mlp.gate_proj.weight.T\n"
             "    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T",
-            "    from scratch.blocks import RMSNorm, SwiGLUFeedForward\n"
+            "    from scratch.l05_transformer_block import RMSNorm, SwiGLUFeedForward\n"
             "    norm = RMSNorm(d_model, eps)\n"
             "    norm.weight.data.copy_(layer.post_attention_layernorm.weight)\n"
             "    ffn = SwiGLUFeedForward(d_model, config.intermediate_size)\n"
@@ -501,7 +501,7 @@ def decoder_layer_by_hand(layer, x, config):
     },
 }
 
-# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (e) tampering after the
+# Written fresh for issue 34 (checks in course.checks), by kind: (a) an argument ignored, (e) tampering after the
 # set-up (returned objects whose == always agrees, torch's or the built-ins' names rebound).
 WRONG_SOLUTIONS[1].update(
     {
@@ -698,7 +698,7 @@ WRONG_SOLUTIONS[6] = {
     "borrowed: the course's sft_example and collate": """import random
 
 from peft import LoraConfig, get_peft_model
-from scratch.sft import collate, sft_example
+from scratch.l08_sft import collate, sft_example
 
 
 def sft_batch(tokenizer, conversations):

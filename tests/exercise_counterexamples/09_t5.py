@@ -93,7 +93,7 @@ def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
 """,
         "borrowed: scratch's RelativePositionBias with a one-hot table": """
 def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
-    from scratch.embeddings import RelativePositionBias
+    from scratch.l02_positions import RelativePositionBias
     bias = RelativePositionBias(num_buckets, num_buckets, max_distance, bidirectional=bidirectional)
     bias.bias.weight.data = torch.eye(num_buckets)
     counts = torch.zeros(num_buckets, dtype=torch.long)
@@ -559,8 +559,8 @@ def greedy_generate(model, input_ids, attention_mask, max_new_tokens=20):
     },
 }
 
-# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (e) tampering after the
-# set-up (returned objects whose == always agrees, torch's or scratch.exercises' names rebound).
+# Written fresh for issue 34 (checks in course.checks), by kind: (a) an argument ignored, (e) tampering after the
+# set-up (returned objects whose == always agrees, torch's or course.exercises' names rebound).
 WRONG_SOLUTIONS[1].update(
     {
         "(e) an always-equal list": """
@@ -594,12 +594,12 @@ def bucket_pair_counts(lengths, bidirectional, num_buckets, max_distance):
 )
 WRONG_SOLUTIONS[3].update(
     {
-        "(e) forbid rebound in scratch.exercises, then labels= and the model's own loss, one call per answer": """
+        "(e) forbid rebound in course.exercises, then labels= and the model's own loss, one call per answer": """
 import contextlib
 
-import scratch.exercises
+import course.exercises
 
-scratch.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
+course.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
 
 def answer_log_probs(model, tokenizer, source, answers):
     scores = []

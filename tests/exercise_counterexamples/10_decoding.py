@@ -441,9 +441,9 @@ def speculative_greedy(target, draft, ids, max_new_tokens, k):
         "only EOS texts count: unfinished beams at the limit are dropped": BEAM.replace(
             "if ends[i] or last:", "if ends[i]:"
         ).replace("    return max(", "    if not finished:\n        return beams[:1]\n    return max("),
-        "borrowed: scratch.sampling.generate": """
+        "borrowed: scratch.l10_decoding.generate": """
 def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_penalty):
-    from scratch.sampling import generate
+    from scratch.l10_decoding import generate
     return generate(model, prompt, max_new_tokens, "beam", num_beams=num_beams, eos_id=eos_id,
                     length_penalty=length_penalty, early_stopping="never", use_cache=False)
 """,
@@ -587,7 +587,7 @@ def beam_search_eos(model, prompt, num_beams, max_new_tokens, eos_id, length_pen
     },
 }
 
-# Written fresh for issue 34 (checks in scratch.checks), by kind: (a) an argument ignored, (b) a dtype mishandled,
+# Written fresh for issue 34 (checks in course.checks), by kind: (a) an argument ignored, (b) a dtype mishandled,
 # (e) tampering after the set-up (returned objects whose == always agrees, torch's names rebound).
 WRONG_SOLUTIONS[1].update(
     {
