@@ -17,7 +17,7 @@ NB ?= $(NOTEBOOKS)
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: setup assets chromium lab lint test unit outputs student book check clean lock
-.PHONY: test-fast test-latest sizing image
+.PHONY: test-fast test-latest sizing image lectures exercises deploy
 .PHONY: release collect autograde feedback lock-grading lock-hub
 
 # Notebook outputs are compared digit for digit (strict) on x86-64 CPUs with AVX2, where the course kernel
@@ -96,7 +96,7 @@ setup: $(STAMP) $(GRADING) $(HUB) $(ASSETS) $(KERNEL) chromium $(HUB_PROXY)
 # and verified. Jane Austen's novels (optional: only retraining uses them) come from Debian's archive, which the
 # image's Ubuntu lacks.
 image: $(STAMP) $(GRADING) $(HUB) $(KERNEL)
-	$(BIN)/python -c "from scratch import assets; [print(k, assets.verify(k), flush=True) for k in assets.all_assets() if k not in assets.OPTIONAL_ASSETS]"
+	$(BIN)/python -c "from course import assets; [print(k, assets.verify(k), flush=True) for k in assets.all_assets() if k not in assets.OPTIONAL_ASSETS]"
 
 # The book's browser test (tests/test_book.py) drives the system's Chromium. Install it where apt-get
 # exists (Debian/Ubuntu, CI; sudo -n: never stops to ask for a password); elsewhere print how.
@@ -124,17 +124,35 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Lint, then the unit tests in tests/ and every notebook under nbval: strict (outputs compared with the committed
-# ones) on the pinned numeric path, lax (the notebooks must run; their asserts check the claims) elsewhere.
-test: setup lint
-	@mode="$(NBVAL)"; [ -n "$$mode" ] || mode=$$($(BIN)/python -m course.kernel mode); \
+# Lint, then every test: the unit tests in tests/, every notebook under nbval (strict: outputs compared with the
+# committed ones, on the pinned numeric path; lax elsewhere: the notebooks must run and their claims hold), the
+# exercises and the deployment tests. Two workers share them (conftest.py's worker_group: a file, or one exercise
+# notebook). The tiers below run one part alone.
+NBVAL_FLAG = mode="$(NBVAL)"; [ -n "$$mode" ] || mode=$$($(BIN)/python -m course.kernel mode); \
 	case "$$mode" in \
 	  strict) flag= ;; \
 	  lax) flag=--nbval-lax; echo "nbval in lax mode: notebooks must run and pass their asserts; printed digits are not compared" ;; \
 	  *) echo "NBVAL must be strict or lax, not '$$mode'"; exit 2 ;; \
-	esac; \
-	echo "$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)"; \
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $$flag $(PYTEST_ARGS)
+	esac
+PYTEST_N = $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+EXERCISE_TESTS = tests/test_exercises.py tests/test_exercise_checks.py tests/test_exercise_tools.py tests/test_tamper.py
+DEPLOY_TESTS = tests/test_hub.py tests/test_binder.py tests/test_book.py tests/test_fast_kernel.py tests/test_class_tools.py
+
+test: setup lint
+	@$(NBVAL_FLAG); echo "$(PYTEST_N) $$flag $(PYTEST_ARGS)"; $(PYTEST_N) $$flag $(PYTEST_ARGS)
+
+# The lectures alone: every notebook under nbval, as make test runs them.
+lectures: setup
+	@$(NBVAL_FLAG); $(PYTEST_N) $$flag notebooks $(PYTEST_ARGS)
+
+# The exercises alone: structure, the solutions and stubs against their checks, every stored wrong solution, nbgrader
+# (each exercise notebook's set-up runs once per worker that takes it).
+exercises: setup
+	$(PYTEST_N) $(EXERCISE_TESTS) $(PYTEST_ARGS)
+
+# The deployment alone: the hub and the course's image, binder, the book in a browser, the fast kernel, class tools.
+deploy: setup
+	$(PYTEST_N) $(DEPLOY_TESTS) $(PYTEST_ARGS)
 
 # Every notebook on the fast kernel (native kernels on every usable core; docs/numerics.md, "The fast kernel"), lax:
 # each must run and its claim checks must hold off the pinned path too. One notebook at a time, since the kernel uses

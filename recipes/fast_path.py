@@ -1,6 +1,6 @@
 """Imported first by the recipes whose checkpoints trained on MKL's fast path (MKL_CBWR=AUTO) rather than the
 lectures' pinned one: training speed, where the shipped metrics are re-measured on the pinned path by tests/ and the
-lectures. It must run before scratch and torch load; where scratch is already loaded (the tests), the pinned
+lectures. It must run before course and torch load; where course is already loaded (the tests), the pinned
 settings stay."""
 
 import os

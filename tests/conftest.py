@@ -14,6 +14,8 @@ import pytest
 import torch
 
 import course  # noqa: F401  (offline environment before transformers is imported)
+from course import pretrained
+from scratch.l06_gpt import GPT, GPTConfig
 
 ASSET_FIXTURES = {"smollm2", "minilm", "gpt2_files", "moby_dick", "mlm", "lora_mlm"}
 SLOW_FIXTURES = {"smollm2", "minilm", "mlm", "lora_mlm", "tiny_t5"}  # a real model: seconds to load, more to run
@@ -82,8 +84,6 @@ def sharpen_(model, scale, seed=0):
 def tiny_gpt2():
     """A tiny random transformers GPT-2 (2 layers, V = 100, EOS 99, eager attention) and ours with its weights."""
     from transformers import GPT2Config, GPT2LMHeadModel
-
-    from course.pretrained import from_hf_gpt2
 
     torch.manual_seed(0)
     config = GPT2Config(
@@ -157,3 +157,52 @@ def tiny_t5():
     from course.checkpoints import load_tiny_t5
 
     return load_tiny_t5()
+
+
+# GPT-2's weights in our GPT: no lecture loads GPT-2 (no registry ships it), so only the parity tests need it
+def from_hf_gpt2(hf_model):
+    """A GPT with the weights of a Hugging Face GPT2LMHeadModel (or GPT2Model), same logits.
+
+    GPT-2 stores its linear layers as Conv1D, weight (in, out) with y = x W + b: the transpose of
+    nn.Linear's (out, in). Its attention packs W^Q, W^K, W^V side by side in one c_attn (d, 3d).
+    """
+    pretrained._model_type(hf_model, "gpt2")
+    c = hf_model.config
+    if c.activation_function not in pretrained.ACTIVATIONS:
+        raise ValueError(f"unsupported GPT-2 activation {c.activation_function!r}")
+    if not c.scale_attn_weights or c.scale_attn_by_inverse_layer_idx:
+        raise ValueError("only GPT-2's standard 1/sqrt(d_k) attention scaling is supported")
+    sizes = dict(vocab_size=c.vocab_size, max_len=c.n_positions, d_model=c.n_embd, h=c.n_head, N=c.n_layer)
+    options = dict(eps=c.layer_norm_epsilon, dropout=c.resid_pdrop, tie_embeddings=pretrained._tied(hf_model))
+    model = GPT(
+        GPTConfig.gpt2(
+            **sizes, d_ff=c.n_inner or 4 * c.n_embd, activation=pretrained.ACTIVATIONS[c.activation_function], **options
+        )
+    )
+    gpt2 = getattr(hf_model, "transformer", hf_model)  # GPT2LMHeadModel wraps a GPT2Model
+    model.to(gpt2.wte.weight.dtype)
+    pairs = [
+        (model.tok_embed, gpt2.wte, "wte"),
+        (model.pos_embed.embedding, gpt2.wpe, "wpe"),
+        (model.norm, gpt2.ln_f, "ln_f"),
+    ]
+    for i, (block, layer) in enumerate(zip(model.blocks, gpt2.h)):
+        w_q, w_k, w_v = layer.attn.c_attn.weight.t().split(c.n_embd, dim=0)  # (3d, d) -> 3 × (d, d)
+        b_q, b_k, b_v = layer.attn.c_attn.bias.split(c.n_embd)
+        attn, ffn = block.self_attn, block.ffn
+        pairs += [
+            (attn.w_q, {"weight": w_q, "bias": b_q}, f"h.{i}.attn.c_attn"),
+            (attn.w_k, {"weight": w_k, "bias": b_k}, f"h.{i}.attn.c_attn"),
+            (attn.w_v, {"weight": w_v, "bias": b_v}, f"h.{i}.attn.c_attn"),
+        ]
+        for ours, theirs, name in (
+            (attn.w_o, layer.attn.c_proj, "attn.c_proj"),
+            (ffn.linear1, layer.mlp.c_fc, "mlp.c_fc"),
+            (ffn.linear2, layer.mlp.c_proj, "mlp.c_proj"),
+        ):
+            pairs.append((ours, {"weight": theirs.weight.t(), "bias": theirs.bias}, f"h.{i}.{name}"))
+        pairs += [(block.norm1, layer.ln_1, f"h.{i}.ln_1"), (block.norm2, layer.ln_2, f"h.{i}.ln_2")]
+    if not model.config.tie_embeddings:
+        pairs.append((model.lm_head, hf_model.lm_head, "lm_head"))
+    pretrained._copy(pairs)
+    return model.eval()

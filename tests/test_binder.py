@@ -84,7 +84,7 @@ def test_post_build_installs_the_locks_the_package_the_kernels_and_the_assets():
     torch = f"{pip} --require-hashes --no-deps --no-index -r {prefix}/torch.lock"  # first: a CPU build if offered
     installs = [*(f"{pip} --require-hashes --no-deps -r {lock}" for lock in LOCKS), f"{pip} --no-deps -e ."]
     kernels = f"{prefix}/bin/python -m course.kernel install"  # both kernels, into the image's environment
-    assets = f'{prefix}/bin/python -c "from scratch import assets;'  # every required asset, fetched and verified
+    assets = f'{prefix}/bin/python -c "from course import assets;'  # every required asset, fetched and verified
     for step in (torch, *installs, kernels, assets):
         assert step in commands, f"`make image` does not run: {step}\n{commands}"
     where = commands.index

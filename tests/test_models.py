@@ -1,5 +1,5 @@
-"""scratch.models: the encoder-decoder against torch.nn.Transformer, GPT against Hugging Face GPT-2,
-BERT against the real MiniLM, the configuration's presets, greedy decoding, and bad input."""
+"""scratch.l06_transformer, l06_gpt and l07_bert: the encoder-decoder against torch.nn.Transformer, GPT against
+Hugging Face GPT-2, BERT against the real MiniLM, the configuration's presets, greedy decoding, and bad input."""
 
 import math
 

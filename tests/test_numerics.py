@@ -55,7 +55,7 @@ def test_the_kernel_spec_pins_the_numeric_path(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", kernel_names())
 def test_a_started_kernel_runs_on_the_pinned_path(name):
-    """What the kernel really computes with, asked from inside it after `import torch` (before scratch)."""
+    """What the kernel really computes with, asked from inside it after `import torch` (before course)."""
     manager, client = start_new_kernel(kernel_name=name)
     try:
         code = (
@@ -81,7 +81,7 @@ def test_a_started_kernel_runs_on_the_pinned_path(name):
 
 @pinned_cpu
 def test_this_test_process_is_on_the_pinned_path():
-    """The root conftest imports scratch before anything imports torch; the exercise checks run here."""
+    """The root conftest imports course before anything imports torch; the exercise checks run here."""
     assert numerics.problems() == []
 
 

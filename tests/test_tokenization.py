@@ -1,10 +1,9 @@
 """scratch.l01_tokenization: GPT-2 parity, round trips, BPE training against a naive reference, special tokens in
-the training text, streaming encode, bad input."""
+the training text, bad input."""
 
 import json
 import random
 import string
-import tracemalloc
 import warnings
 
 import pytest
@@ -362,114 +361,6 @@ def test_train_on_special_tokens_only():
     assert tokenizer.merges == {} and tokenizer.encode(EOT * 3) == [256] * 3
 
 
-# ---------------------------------------------------------------- streaming encode
-
-# Whitespace runs that cross lines ("\n\n", "  \n"), contractions, the marker and pieces of it, the four
-# characters Python's isspace() counts as whitespace but the pattern's \s does not (\x1c-\x1f), NBSP.
-STREAM_FRAGMENTS = [
-    "word",
-    " word",
-    "it",
-    "'s",
-    "'",
-    "ll",
-    " ",
-    "  ",
-    "\t",
-    "\n",
-    "\n\n",
-    "\r\n",
-    "\x1c",
-    "\u00a0",
-    "\u3000",
-    ".",
-    "!?",
-    "12",
-    " 3",
-    "é",
-    "🤗",
-    EOT,
-    "<|",
-    "endoftext",
-    "|>",
-    "<|end",
-    "x y",
-    "x",
-    " y",
-]
-ADVERSARIAL_TEXT = (
-    "Hello  world\n\n\n  it's<|endoftext|>\n\nThe end. 'll  \t\n<|endoftext|><|end"
-    "oftext|>x y x  y  \u00a0\n\x1c\n 12 345\n\n"
-)
-
-
-@pytest.fixture(scope="module")
-def tricky_bpe():
-    """Special tokens that stress the stream's cut rule: one the prefix of another, one all whitespace,
-    one with a space inside (a cut between "x" and " " would split it)."""
-    return BPETokenizer(special_tokens=[EOT, "<|end", "\n\n", "x y"]).train(SMALL_TEXT, 256 + 60)
-
-
-def pieces_at(text, cuts):
-    """`text` cut at the given positions (repeats give empty pieces)."""
-    bounds = [0, *sorted(cuts), len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
-
-
-def test_encode_iterable_moby_dick_line_by_line(gpt2, moby_dick, tmp_path):
-    path = tmp_path / "moby_dick.txt"
-    path.write_text(moby_dick, encoding="utf-8")
-    with open(path, encoding="utf-8") as lines:
-        assert list(gpt2.encode_iterable(lines)) == gpt2.encode(moby_dick)
-
-
-def test_encode_iterable_documents_line_by_line(documents):
-    tokenizer = BPETokenizer(special_tokens=[EOT]).train(EOT.join(documents), 256 + 100)
-    text = "\n".join(f"{document}\n{EOT}" for document in documents)
-    lines = text.splitlines(keepends=True)
-    assert any(line.startswith(EOT) for line in lines)
-    assert list(tokenizer.encode_iterable(lines)) == tokenizer.encode(text)
-
-
-@pytest.mark.parametrize("name", ["gpt2", "small", "tricky"])
-def test_encode_iterable_any_chunking(gpt2, small_bpe, tricky_bpe, name):
-    tokenizer = {"gpt2": gpt2, "small": small_bpe, "tricky": tricky_bpe}[name]
-    text = ADVERSARIAL_TEXT
-    expected = tokenizer.encode(text)
-    assert list(tokenizer.encode_iterable(text)) == expected  # one character at a time
-    assert list(tokenizer.encode_iterable([text])) == expected
-    assert list(tokenizer.encode_iterable([])) == [] and list(tokenizer.encode_iterable(["", ""])) == []
-    for i in range(len(text) + 1):  # every cut: mid-word, mid-whitespace run, mid-special token
-        assert list(tokenizer.encode_iterable(["", text[:i], "", text[i:], ""])) == expected, i
-    if name == "gpt2":  # encoding line by line would be wrong: GPT-2 has one token for "\n\n"
-        assert [i for line in text.splitlines(keepends=True) for i in tokenizer.encode(line)] != expected
-
-
-@property_test
-@given(data=st.data(), fragments=st.lists(st.sampled_from(STREAM_FRAGMENTS), max_size=30))
-def test_encode_iterable_equals_encode(gpt2, tricky_bpe, data, fragments):
-    text = "".join(fragments)
-    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12))
-    for tokenizer in (gpt2, tricky_bpe):
-        assert list(tokenizer.encode_iterable(pieces_at(text, cuts))) == tokenizer.encode(text)
-
-
-def test_encode_iterable_holds_back_only_a_little(small_bpe):
-    """The buffer keeps the text since the last safe cut, not the stream: after each piece, the ids up to
-    the last word boundary have come out."""
-    stream = small_bpe.encode_iterable(["The quick brown fox", " jumps over", " the lazy dog"])
-    assert (
-        small_bpe.decode([next(stream) for _ in range(len(small_bpe.encode("The quick brown")))]) == "The quick brown"
-    )
-
-
-def test_encode_iterable_rejects_bad_input(small_bpe):
-    with pytest.raises(TypeError, match="each piece of the stream must be a str, got bytes"):
-        list(small_bpe.encode_iterable([b"bytes from a file opened in 'rb'"]))
-    with pytest.raises(ValueError, match="only for GPT2_SPLIT_PATTERN"):
-        BPETokenizer(pattern=r"\w+|\s+").encode_iterable(["a b"])
-
-
 def test_chunk_cache_is_bounded(monkeypatch):
     tokenizer = BPETokenizer().train(SMALL_TEXT, 256 + 50)
     monkeypatch.setattr(tokenizer, "cache_size", 100)
@@ -477,49 +368,6 @@ def test_chunk_cache_is_bounded(monkeypatch):
     ids = tokenizer.encode(text)
     assert len(tokenizer._cache) <= 100
     assert ids == tokenizer.encode(text) and tokenizer.decode(ids) == text
-
-
-def write_generated_text(path, n_bytes, documents, seed=0):
-    """Documents (Moby-Dick paragraphs in random order, one per line) joined by the marker: about n_bytes of
-    UTF-8."""
-    rng = random.Random(seed)
-    written = 0
-    with open(path, "w", encoding="utf-8") as f:
-        while written < n_bytes:
-            document = rng.choice(documents)
-            piece = f"{document}\n{EOT}\n"
-            f.write(piece)
-            written += len(piece.encode("utf-8"))
-    return written
-
-
-def streamed_peak_memory(tokenizer, path):
-    """(number of ids, peak Python memory in bytes) while streaming the file line by line."""
-    tracemalloc.start()
-    try:
-        with open(path, encoding="utf-8") as lines:
-            n_ids = sum(1 for _ in tokenizer.encode_iterable(lines))
-        return n_ids, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-@pytest.fixture(scope="module")
-def stream_tokenizer(documents):
-    return BPETokenizer(special_tokens=[EOT]).train(EOT.join(documents), 256 + 100)
-
-
-def test_encode_iterable_memory_stays_flat(stream_tokenizer, documents, tmp_path):
-    """Memory = the chunk cache (at most cache_size chunks: test_chunk_cache_is_bounded) + what streaming
-    holds. With the cache already warm, streaming 8x more text must not raise the peak."""
-    stream_tokenizer.encode("\n".join(documents))  # every chunk of the documents is now cached
-    peaks = {}
-    for n_bytes in (100_000, 800_000):
-        path = tmp_path / f"{n_bytes}.txt"
-        write_generated_text(path, n_bytes, documents)
-        n_ids, peaks[n_bytes] = streamed_peak_memory(stream_tokenizer, path)
-        assert n_ids > n_bytes / 5
-    assert peaks[800_000] < 1.2 * peaks[100_000] and peaks[800_000] < 200_000, peaks  # bytes; the file: 800 kB
 
 
 def test_untrained_bpe_is_a_byte_tokenizer():

@@ -3,14 +3,12 @@ bad input."""
 
 import math
 
-import matplotlib
 import pytest
 import torch
 
 from scratch import seed_everything
 from scratch.l06_gpt import GPT, GPTConfig
 from scratch.l06_training import (
-    History,
     Run,
     decay_groups,
     default_loss,
@@ -18,13 +16,10 @@ from scratch.l06_training import (
     eval_mode,
     lr_factor,
     pick_device,
-    plot_history,
     sequence_loss,
     train,
 )
 from scratch.l06_transformer import Transformer
-
-matplotlib.use("Agg")
 
 
 def tiny_gpt(seed=0):
@@ -197,18 +192,6 @@ def test_eval_mode_turns_dropout_off_and_restores_the_mode():
         model.train()
         raise RuntimeError
     assert not model.training
-
-
-def test_plot_history():
-    history = History(
-        step=[1, 2, 3, 4],
-        train_loss=[3.0, 2.0, 1.5, 1.0],
-        lr=[1.0] * 4,
-        evals=[{"step": 2, "loss": 2.5}, {"step": 4, "loss": 1.2}],
-    )
-    ax = plot_history(history, title="demo", smooth=2)
-    assert ax.get_title() == "demo" and ax.get_xlabel() == "step" and ax.get_ylabel()
-    assert len(ax.get_lines()) == 2 and ax.get_legend() is not None
 
 
 def test_bad_input():

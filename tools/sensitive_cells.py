@@ -30,8 +30,8 @@ import nbformat
 from course import kernel, numerics
 
 ROOT = Path(__file__).resolve().parents[1]
-# scratch warns in a kernel off the pinned path; here that is the point, and the warning is not the cell's output
-PERTURBATION = {"MKL_CBWR": "AVX2", "PYTHONWARNINGS": "ignore:torch was imported before scratch"}
+# course warns in a kernel off the pinned path; here that is the point, and the warning is not the cell's output
+PERTURBATION = {"MKL_CBWR": "AVX2", "PYTHONWARNINGS": "ignore:torch was imported before course"}
 
 
 def perturbed_kernel(folder: Path) -> Path:

@@ -10,7 +10,7 @@
     bert_tasks     lecture 7's task data: fill-mask test words, next-sentence pairs, gazetteer tags
     text_to_text   T5's text-to-text tasks, their batches, greedy answers and fine-tune (lecture 9)
     metrics        exact match, BIO spans and span scores, fill-mask accuracy, distinct-n and repetition
-    pretrained     Hugging Face weights in the course's models (GPT-2, Llama/SmolLM2, BERT/MiniLM)
+    pretrained     Hugging Face weights in the course's models (Llama/SmolLM2, BERT/MiniLM)
     checkpoints    the course's own checkpoints (tiny T5s, MiniLM's fine-tunes), as models or plain folders
     viz            attention heatmaps and positional-encoding plots, bertviz offline
     diagrams       the figures the lectures draw: the architecture, its parts and the data flowing through them

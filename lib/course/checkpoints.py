@@ -1,4 +1,4 @@
-"""The checkpoints the course trained itself (data/checkpoints/<name>/), loaded in one place (lectures 7 and 9).
+"""The checkpoints the course trained itself (data/checkpoints/<name>/), loaded in one place (lectures 6, 7 and 9).
 
     checkpoint_dir         a checkpoint's folder, refused unless its weights are safetensors
     load_tiny_t5           tiny-t5 or tiny-t5-pretrained: (T5ForConditionalGeneration, tokenizer)

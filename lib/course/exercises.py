@@ -19,7 +19,7 @@ defines a name of its own (a `forbid` that does nothing, a fake `torch`) cannot 
 
 How a shortcut is closed:
 - a Python function fails however it is reached, by its module attribute or through a name a student imported
-  earlier (`from scratch.l04_multi_head_attention import causal_mask`), because its code is swapped, not only its name;
+  earlier (`from scratch.l03_attention import causal_mask`), because its code is swapped, not only its name;
 - any other object (a C built-in, a Rust method) is replaced where it is looked up;
 - a PyTorch operation (a name under `torch`, other than a method of a `torch.nn` class) is also watched by name
   while the block runs: a `TorchFunctionMode` refuses every call of an operation with that name, however it is

@@ -12,7 +12,7 @@ A second kernel, "Transformers from Scratch (fast)" (`scratch-fast`), is for stu
 stored digits: the CPU's native kernels on every core this process may use (`numerics.native_environment`).
 No notebook names it; a student picks it in JupyterLab (Kernel > Change Kernel). Its spec starts
 `python -m course.kernel run-fast`, which removes the pinned variables (even ones inherited from a process that
-imported scratch) before ipykernel, and so torch, loads.
+imported course) before ipykernel, and so torch, loads.
 """
 
 from __future__ import annotations

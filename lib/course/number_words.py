@@ -7,6 +7,8 @@
                                     every length (1..5 digits) equally common
     accuracy_by_length              exact-match counts split by the number of digits
     check_number                    an argument that must be a number of the task (0..MAX_NUMBER), checked
+    pad_right, numbers_of_length    rows of ids padded into one tensor; the numbers with a given count of digits
+    digits_conversation             lecture 8's task as chat messages: an English number word, to write in digits
 
 Why numbers: translating them needs real reordering (German says the units before the tens,
 "three-and-twenty"), a few irregular words (elf, zwölf, sechzehn, siebzehn, dreißig, "eins" vs "ein"),
@@ -221,7 +223,8 @@ class Vocabulary:
         return f"Vocabulary({len(self)} tokens: {', '.join(self.itos[:8])}, ...)"
 
 
-def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+def pad_right(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    """Rows of ids as one (len(rows), longest row) tensor, the shorter rows padded on the right with pad_id."""
     width = max(len(row) for row in rows)
     return torch.tensor([row + [pad_id] * (width - len(row)) for row in rows], dtype=torch.long)
 
@@ -270,7 +273,8 @@ def number_length(n: int) -> int:
     return len(str(check_number(n)))
 
 
-def _numbers_of_length(digits: int, max_number: int) -> range:
+def numbers_of_length(digits: int, max_number: int) -> range:
+    """The numbers of `digits` decimal digits up to max_number (one digit: 0 to 9)."""
     return range(0 if digits == 1 else 10 ** (digits - 1), min(10**digits - 1, max_number) + 1)
 
 
@@ -309,8 +313,8 @@ def number_translation_dataset(
         train_numbers, val_numbers = _draw_numbers_by_length(seed, n_train, n_val, max_number)
     numbers = train_numbers + val_numbers
     src_vocab, tgt_vocab = Vocabulary(ENGLISH_TOKENS), Vocabulary(GERMAN_TOKENS)
-    src = _pad([src_vocab.encode(english_tokens(n)) for n in numbers], src_vocab.pad_id)
-    tgt = _pad(
+    src = pad_right([src_vocab.encode(english_tokens(n)) for n in numbers], src_vocab.pad_id)
+    tgt = pad_right(
         [[tgt_vocab.bos_id, *tgt_vocab.encode(german_tokens(n)), tgt_vocab.eos_id] for n in numbers], tgt_vocab.pad_id
     )
     return NumberTranslation(
@@ -321,7 +325,7 @@ def number_translation_dataset(
 def _draw_numbers_by_length(seed: int, n_train: int, n_val: int, max_number: int) -> tuple[list[int], list[int]]:
     rng = random.Random(seed)
     lengths = range(1, len(str(max_number)) + 1)
-    held_out = {d: [n for n in _numbers_of_length(d, max_number) if is_held_out(str(n))] for d in lengths}
+    held_out = {d: [n for n in numbers_of_length(d, max_number) if is_held_out(str(n))] for d in lengths}
     if n_val > sum(map(len, held_out.values())):
         raise ValueError(
             f"need n_val <= {sum(map(len, held_out.values()))}, the held-out numbers in "
@@ -329,7 +333,7 @@ def _draw_numbers_by_length(seed: int, n_train: int, n_val: int, max_number: int
         )
     train = []
     while len(train) < n_train:  # 1 in 10 draws is held out and redrawn
-        numbers = _numbers_of_length(rng.choice(lengths), max_number)
+        numbers = numbers_of_length(rng.choice(lengths), max_number)
         n = numbers[rng.randrange(len(numbers))]
         if not is_held_out(str(n)):
             train.append(n)

@@ -1,12 +1,11 @@
 """Pretrained weights in the course's models: the bridge to Hugging Face transformers (lectures 7-10).
 
-    from_hf_gpt2(model)    a GPT with the weights of a GPT2LMHeadModel (or GPT2Model): the same logits
     from_hf_llama(model)   a GPT (GPTConfig.llama) with the weights of a LlamaForCausalLM, e.g. SmolLM2
     from_hf_bert(model)    a BERT with the weights of a BertModel (or a BertFor... model), e.g. MiniLM
 
 Each from_hf_* reads the architecture from the model's config, builds ours, and copies every weight with one
 helper (`_copy`), which refuses a tensor whose shape differs. Nothing here is needed to understand the models:
-it maps names (q_proj -> w_q, ...) and layouts (GPT-2's Conv1D stores W transposed). The course's own
+it maps names (q_proj -> w_q, ...) and checks every shape. The course's own
 checkpoints are loaded by course.checkpoints.
 """
 
@@ -54,54 +53,6 @@ def _model_type(hf_model, expected: str) -> None:
 
 def _tied(hf_model) -> bool:
     return getattr(hf_model.config, "tie_word_embeddings", True) or not hasattr(hf_model, "lm_head")
-
-
-def from_hf_gpt2(hf_model) -> GPT:
-    """A GPT with the weights of a Hugging Face GPT2LMHeadModel (or GPT2Model), same logits.
-
-    GPT-2 stores its linear layers as Conv1D, weight (in, out) with y = x W + b: the transpose of
-    nn.Linear's (out, in). Its attention packs W^Q, W^K, W^V side by side in one c_attn (d, 3d).
-    """
-    _model_type(hf_model, "gpt2")
-    c = hf_model.config
-    if c.activation_function not in ACTIVATIONS:
-        raise ValueError(f"unsupported GPT-2 activation {c.activation_function!r}")
-    if not c.scale_attn_weights or c.scale_attn_by_inverse_layer_idx:
-        raise ValueError("only GPT-2's standard 1/sqrt(d_k) attention scaling is supported")
-    sizes = dict(vocab_size=c.vocab_size, max_len=c.n_positions, d_model=c.n_embd, h=c.n_head, N=c.n_layer)
-    options = dict(eps=c.layer_norm_epsilon, dropout=c.resid_pdrop, tie_embeddings=_tied(hf_model))
-    model = GPT(
-        GPTConfig.gpt2(
-            **sizes, d_ff=c.n_inner or 4 * c.n_embd, activation=ACTIVATIONS[c.activation_function], **options
-        )
-    )
-    gpt2 = getattr(hf_model, "transformer", hf_model)  # GPT2LMHeadModel wraps a GPT2Model
-    model.to(gpt2.wte.weight.dtype)
-    pairs = [
-        (model.tok_embed, gpt2.wte, "wte"),
-        (model.pos_embed.embedding, gpt2.wpe, "wpe"),
-        (model.norm, gpt2.ln_f, "ln_f"),
-    ]
-    for i, (block, layer) in enumerate(zip(model.blocks, gpt2.h)):
-        w_q, w_k, w_v = layer.attn.c_attn.weight.t().split(c.n_embd, dim=0)  # (3d, d) -> 3 × (d, d)
-        b_q, b_k, b_v = layer.attn.c_attn.bias.split(c.n_embd)
-        attn, ffn = block.self_attn, block.ffn
-        pairs += [
-            (attn.w_q, {"weight": w_q, "bias": b_q}, f"h.{i}.attn.c_attn"),
-            (attn.w_k, {"weight": w_k, "bias": b_k}, f"h.{i}.attn.c_attn"),
-            (attn.w_v, {"weight": w_v, "bias": b_v}, f"h.{i}.attn.c_attn"),
-        ]
-        for ours, theirs, name in (
-            (attn.w_o, layer.attn.c_proj, "attn.c_proj"),
-            (ffn.linear1, layer.mlp.c_fc, "mlp.c_fc"),
-            (ffn.linear2, layer.mlp.c_proj, "mlp.c_proj"),
-        ):
-            pairs.append((ours, {"weight": theirs.weight.t(), "bias": theirs.bias}, f"h.{i}.{name}"))
-        pairs += [(block.norm1, layer.ln_1, f"h.{i}.ln_1"), (block.norm2, layer.ln_2, f"h.{i}.ln_2")]
-    if not model.config.tie_embeddings:
-        pairs.append((model.lm_head, hf_model.lm_head, "lm_head"))
-    _copy(pairs)
-    return model.eval()
 
 
 def from_hf_llama(hf_model) -> GPT:

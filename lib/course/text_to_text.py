@@ -35,7 +35,7 @@ import torch
 
 from course import corpora
 from course.metrics import exact_match
-from course.number_words import MAX_NUMBER, check_number, english_number, german_number
+from course.number_words import MAX_NUMBER, check_number, english_number, german_number, numbers_of_length
 from scratch import validate
 from scratch.l06_training import eval_mode, hf_loss, train
 from scratch.l10_decoding import generate
@@ -108,7 +108,8 @@ def text_to_text_example(
     while True:  # draw until the input falls in the wanted split (1 in 10 for val: a few draws)
         if task.startswith("translate"):
             digits = rng.randint(1, len(str(max_number)))  # as many 2-digit as 6-digit numbers
-            n = rng.randint(0 if digits == 1 else 10 ** (digits - 1), min(10**digits - 1, max_number))
+            length = numbers_of_length(digits, max_number)
+            n = rng.randint(length.start, length.stop - 1)
             key = str(n)
             english, german = english_number(n), german_number(n)
             source, target = (english, german) if task == "translate English to German" else (german, english)

@@ -1,10 +1,10 @@
 """Transformers from Scratch: the code the lectures teach, one module per idea, named in the course's order.
 
 `ls lib/scratch` is the table of contents: lNN_ is the lecture that derives the module. A module imports only
-modules of earlier lectures, torch and the standard library (tests/test_package.py holds it to that); validate
-holds the argument checks at the doors (constructors, forward, generate) that every module shares. The machinery
-the notebooks also use (numerics, data, checkpoints, diagrams, claim checks, exercise checks) is the package
-`course`, which this one never imports.
+modules of earlier lectures, torch (numpy, regex, tqdm) and the standard library (tests/test_package.py holds it
+to that); validate holds the argument checks at the doors (constructors, forward, generate) that every module
+shares. The machinery the notebooks also use (numerics, data, checkpoints, diagrams, claim checks, exercise
+checks) is the package `course`, which this one never imports.
 """
 
 

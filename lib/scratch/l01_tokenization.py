@@ -3,8 +3,7 @@
     CharTokenizer   one id per character; tiny vocabulary, long sequences
     WordTokenizer   one id per word; huge vocabulary, and new words become <unk>
     BPETokenizer    starts from the 256 bytes and learns merges of frequent pairs (GPT-2);
-                    `BPETokenizer.from_gpt2_files` loads GPT-2's real merges and matches its ids exactly;
-                    `encode_iterable` tokenizes a file too large for memory, piece by piece
+                    `BPETokenizer.from_gpt2_files` loads GPT-2's real merges and matches its ids exactly
 
 All three share `Tokenizer`: special tokens, `decode`, `save`/`load` (JSON) and input checks. Special tokens
 (e.g. "<|endoftext|>" between documents) are cut out of the text before anything else, in `train` as in
@@ -21,7 +20,6 @@ import json
 import operator
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import regex
@@ -30,10 +28,6 @@ import regex
 # so merges never cross these boundaries ("dog." and "dog!" share the token " dog").
 GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 WORD_PATTERN = r"\w+|[^\w\s]"
-# Where a stream may be cut for GPT2_SPLIT_PATTERN: right after a non-whitespace character that a whitespace
-# character follows (see `BPETokenizer.encode_iterable`). The same `\s` as the pattern's, not str.isspace;
-# (?r) searches from the right, so the last such place is found without scanning the whole buffer.
-STREAM_CUT = regex.compile(r"(?r)\S(?=\s)")
 UNK = "<unk>"
 
 
@@ -426,58 +420,6 @@ class BPETokenizer(Tokenizer):
                 tokenizer.merges[encoder[left], encoder[right]] = encoder[left + right]
         tokenizer._set_vocab(tokenizer._vocab_from_merges(), {"<|endoftext|>": encoder["<|endoftext|>"]})
         return tokenizer
-
-    def encode_iterable(self, pieces: Iterable[str]) -> Iterator[int]:
-        r"""The ids of "".join(pieces), produced while the pieces arrive: for a text file too large for memory.
-
-        `for i in tokenizer.encode_iterable(open(path))` gives exactly `tokenizer.encode(open(path).read())`,
-        but holds only one piece (here: a line) plus the text since the last safe cut. Pieces may be cut
-        anywhere: mid-word, mid-whitespace run, mid-special token, or empty.
-
-        Lines cannot simply be encoded one by one: the pattern's `\s+(?!\S)` makes "\n\n" one chunk across
-        two lines, and a piece may end inside a word or a special token. A cut at position p of the buffer
-        is safe, whatever text follows, when
-          1. p lies between a non-whitespace and a whitespace character: no chunk of GPT2_SPLIT_PATTERN
-             holds that pair (whitespace in a chunk is either its optional leading space, its first
-             character, or part of an all-whitespace chunk), and no match before p reads past p (the one
-             look-ahead, `(?!\S)`, follows a whitespace run, and a run that starts before p ends before p - 1);
-          2. at least max(1, L - 1) characters follow p, L the length of the longest special token, so every
-             special token that starts before p has been seen whole;
-          3. no occurrence of a special token spans p (which needs a special token that contains a
-             non-whitespace character followed by whitespace).
-        Then both halves split into special tokens and chunks as the whole text does, and chunks are encoded
-        independently. Memory: the buffer grows only over a stretch with no safe cut (a huge whitespace run
-        or "word", which `encode` must hold whole too); the chunk cache is capped at `cache_size` chunks.
-        """
-        if self.pattern != GPT2_SPLIT_PATTERN:
-            raise ValueError(
-                "encode_iterable knows where to cut a stream only for GPT2_SPLIT_PATTERN; this "
-                "tokenizer splits with another pattern, so encode the whole text with encode()"
-            )
-        return self._encode_stream(iter(pieces))
-
-    def _encode_stream(self, pieces: Iterator[str]) -> Iterator[int]:
-        hold = max([1, *(len(name) - 1 for name in self.special_tokens)])
-        buffer, checked = "", 0  # no safe cut at or before `checked` in the buffer
-        for piece in pieces:
-            buffer += check_text(piece, "each piece of the stream")
-            limit = len(buffer) - hold
-            cut = self._last_safe_cut(buffer, checked, limit)
-            checked = max(checked, limit)
-            if cut:
-                yield from self.encode(buffer[:cut])
-                buffer, checked = buffer[cut:], checked - cut
-        yield from self.encode(buffer)
-
-    def _last_safe_cut(self, text: str, start: int, limit: int) -> int:
-        """The largest safe cut p with start < p <= limit (rules 1 and 3 of encode_iterable), or 0 if none."""
-        end = limit + 1  # the look-ahead must see the whitespace at p
-        while end > start and (match := STREAM_CUT.search(text, start, end)):
-            p = match.end()
-            if not any(name in text[max(0, p - len(name) + 1) : p + len(name) - 1] for name in self.special_tokens):
-                return p
-            end = p  # a special token spans p: try the next place to the left
-        return 0
 
     def _encode_ordinary(self, text: str) -> list[int]:
         ids = []

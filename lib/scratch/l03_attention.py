@@ -1,7 +1,7 @@
 """Attention from scratch (lecture 3): scaled dot-product attention and its masks.
 
     scaled_dot_product_attention   softmax(Q K^T / sqrt(d_k)) V, returning the output and the weights
-    causal_mask                    (n, n) boolean: query i may attend to keys 0..i (decoders)
+    causal_mask                    (n, past + n) boolean: query i may attend to keys 0..past + i (decoders)
     padding_mask                   (batch, 1, 1, m) boolean from token ids: no query attends to padding
 
 Masks follow torch's boolean `attn_mask` convention: True = this query MAY attend to this key.

@@ -5,8 +5,8 @@
                   LM head tied to the token embedding. GPT-2 by default; Llama (RMSNorm, SwiGLU, rotary
                   positions, grouped-query attention) with GPTConfig.llama.
 
-forward returns the logits; attention_weights(...) returns the attention weights of the same call. Pretrained
-weights (GPT-2, SmolLM2) load with course.pretrained; generation is scratch.l10_decoding.
+forward returns the logits; attention_weights(...) returns the attention weights of the same call. SmolLM2's
+weights load with course.pretrained.from_hf_llama; generation is scratch.l10_decoding.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@
     Run             the loop: schedule + gradient clipping + periodic evaluation + a text progress bar; with a
                     folder, a long run saves its state as it goes and resumes where it stopped
     train           a Run with AdamW, for a model, a batch function and a number of steps (the lectures' call)
-    plot_history    train and eval loss against the step
 
 A batch is a tuple of tensors whose last entry is the targets: (x, y) for a language model, where
 logits = model(x), or (src, tgt_in, tgt_out) for an encoder-decoder, where logits = model(src, tgt_in).
@@ -29,8 +28,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -347,24 +344,3 @@ def train(
     evaluate = None if eval_fn is None else lambda m: {"loss": float(eval_fn(m))}
     run.train(lambda: [get_batch()], evaluate, eval_every, on_eval, progress=progress)
     return run.history
-
-
-def plot_history(history: History, ax=None, title: str = "training loss", smooth: int = 1):
-    """Train loss per step (a moving average over `smooth` steps) and eval loss, against the step.
-    Returns the Axes; end the notebook cell with plt.show()."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
-    train_loss = np.asarray(history.train_loss, dtype=float)
-    steps = np.asarray(history.step)
-    if smooth > 1 and len(train_loss) >= smooth:
-        train_loss = np.convolve(train_loss, np.ones(smooth) / smooth, mode="valid")
-        steps = steps[smooth - 1 :]
-    label = "train" if smooth <= 1 else f"train (mean of {smooth} steps)"
-    ax.plot(steps, train_loss, label=label, alpha=0.8)
-    if history.eval_loss:
-        ax.plot(history.eval_step, history.eval_loss, "o-", label="eval")
-    ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy loss")
-    ax.set_title(title)
-    ax.legend()
-    return ax

@@ -1,9 +1,9 @@
-"""BERT's training objective (lecture 7): how the labels of a masked-language-model loss are made.
+"""BERT's labels (lecture 7): the masked-language-model objective, and word tags for token classification.
 
-IGNORE_INDEX              -100: a label that is not scored (PyTorch's cross_entropy default, transformers' too)
-mask_tokens               BERT's corruption: pick 15 % of the tokens; of those 80 % -> [MASK], 10 % -> a random
-                          token, 10 % unchanged; the loss is computed at the picked positions only
-label_first_pieces        word-level tags -> WordPiece-level labels (first piece of a word labelled)
+IGNORE_INDEX          -100: a label that is not scored (PyTorch's cross_entropy default, transformers' too)
+mask_tokens           BERT's corruption: pick 15 % of the tokens; of those 80 % -> [MASK], 10 % -> a random
+                      token, 10 % unchanged; the loss is computed at the picked positions only
+label_first_pieces    word-level tags -> WordPiece-level labels (first piece of a word labelled)
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 IGNORE_INDEX = -100  # label of positions without a loss (PyTorch's cross_entropy default, transformers' too)
 
 
-# ---------------------------------------------------------------- BERT: masked language modelling (lecture 7)
+# ---------------------------------------------------------------- masked language modelling
 
 
 def mask_tokens(

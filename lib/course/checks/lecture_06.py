@@ -24,6 +24,7 @@ from course.number_words import (
     english_tokens,
     german_tokens,
     number_translation_dataset,
+    pad_right,
 )
 from scratch.l05_transformer_block import DecoderBlock, EncoderBlock
 from scratch.l06_training import lr_factor
@@ -35,10 +36,6 @@ __builtins__ = BUILTINS  # the built-ins as they were when the set-up cell impor
 forbid, block_passes = tools.forbid, tools.block_passes
 _Random, _no_grad = random.Random, torch.no_grad
 _english, _german = Vocabulary(ENGLISH_TOKENS), Vocabulary(GERMAN_TOKENS)
-
-
-def _padded(rows, pad_id):
-    return torch.tensor([row + [pad_id] * (max(map(len, rows)) - len(row)) for row in rows])
 
 
 def make_decoder_batch(student_make_decoder_batch):
@@ -137,14 +134,14 @@ def accumulate_gradients(student_accumulate_gradients):
     untampered()
     numbers = [7, 23456, 12, 99999, 300, 70001, 5]  # one word to nine: very different amounts of padding
     number_batch = (
-        _padded([_english.encode(english_tokens(n)) for n in numbers], 0),
-        _padded([[_german.bos_id, *_german.encode(german_tokens(n)), _german.eos_id] for n in numbers], 0),
+        pad_right([_english.encode(english_tokens(n)) for n in numbers], 0),
+        pad_right([[_german.bos_id, *_german.encode(german_tokens(n)), _german.eos_id] for n in numbers], 0),
     )
     generator = torch.Generator().manual_seed(3)
     lengths = [1, 14, 2, 9, 1, 3]  # target lengths; real ids avoid the padding id 3
     random_batch = (
-        _padded([values(4 + torch.randint(30, (n,), generator=generator)) for n in (5, 1, 8, 2, 6, 3)], 3),
-        _padded([[1, *values(4 + torch.randint(31, (n,), generator=generator)), 2] for n in lengths], 3),
+        pad_right([values(4 + torch.randint(30, (n,), generator=generator)) for n in (5, 1, 8, 2, 6, 3)], 3),
+        pad_right([[1, *values(4 + torch.randint(31, (n,), generator=generator)), 2] for n in lengths], 3),
     )
     cases = [(0, number_batch, size) for size in (1, 2, 3, 7, 10)] + [(3, random_batch, size) for size in (1, 4, 6)]
     for pad_id, (src, tgt), micro_batch in cases:
@@ -240,9 +237,9 @@ def _untrained(seed, eos_id, scale, pad_id):
 def translate_batch(student_translate_batch):
     """Exercise 5."""
     untampered()
-    numbers = _padded([_english.encode(english_tokens(n)) for n in [7, 23456, 12, 99999, 300, 40017, 5]], 0)
+    numbers = pad_right([_english.encode(english_tokens(n)) for n in [7, 23456, 12, 99999, 300, 40017, 5]], 0)
     generator = torch.Generator().manual_seed(5)
-    random_src = _padded([values(4 + torch.randint(30, (n,), generator=generator)) for n in (3, 9, 1, 6, 2)], 3)
+    random_src = pad_right([values(4 + torch.randint(30, (n,), generator=generator)) for n in (3, 9, 1, 6, 2)], 3)
     one_to_eight = _untrained(4, eos_id=7, scale=3.0, pad_id=0)
     cases = [  # (model, src, bos_id, eos_id, max_len): rows that finish after 1, 2, ... tokens, and rows that never do
         (one_to_eight, numbers, 4, 7, 8),
