@@ -134,7 +134,7 @@ NBVAL_FLAG = mode="$(NBVAL)"; [ -n "$$mode" ] || mode=$$($(BIN)/python -m course
 	  lax) flag=--nbval-lax; echo "nbval in lax mode: notebooks must run and pass their asserts; printed digits are not compared" ;; \
 	  *) echo "NBVAL must be strict or lax, not '$$mode'"; exit 2 ;; \
 	esac
-PYTEST_N = $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+PYTEST_N = $(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 EXERCISE_TESTS = tests/test_exercises.py tests/test_exercise_checks.py tests/test_exercise_tools.py tests/test_tamper.py
 DEPLOY_TESTS = tests/test_hub.py tests/test_binder.py tests/test_book.py tests/test_fast_kernel.py tests/test_class_tools.py
 

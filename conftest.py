@@ -2,10 +2,9 @@
 took, so the cost of the series stays visible."""
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
-
-import pytest
 
 import course  # noqa: F401  (pins the numeric path before any test imports torch)
 from course import numerics
@@ -39,29 +38,43 @@ def pytest_report_header(config):
     return lines
 
 
-def worker_group(item) -> str:
-    """The unit `make test` hands to one worker (pytest -n, --dist loadgroup): a file, as --dist loadfile would (a
-    notebook's cells share one kernel; a test file's module fixtures load once), except the exercise tests, which go
-    notebook by notebook: each exercise notebook's set-up then loads once, on the worker that takes it, and the
-    exercises no longer queue on a single worker."""
-    file = item.nodeid.split("::")[0]
-    notebook = getattr(getattr(item, "callspec", None), "params", {}).get("path")
-    if file.endswith("test_exercises.py") and isinstance(notebook, Path):
-        return f"{file}:{notebook.stem}"
+# The exercise tests' parameters start with the exercise notebook's name: test_structure[03_attention.ipynb],
+# test_wrong_and_borrowed_solutions_fail_their_checks[03_attention-ex2-...].
+EXERCISE_NOTEBOOK = re.compile(r"\[(\d\d[a-z]?_[a-z_]+)")
+
+
+def worker_group(nodeid: str) -> str:
+    """The unit `make test` hands to one worker (pytest -n, --dist loadfile): a file, as loadfile does (a notebook's
+    cells share one kernel; a test file's module fixtures load once), except the exercise tests, which go notebook by
+    notebook: each exercise notebook's set-up then loads once, on the worker that takes it, and the exercises no
+    longer queue on a single worker."""
+    file = nodeid.split("::")[0]
+    if file.endswith("test_exercises.py") and (notebook := EXERCISE_NOTEBOOK.search(nodeid)):
+        return f"{file}:{notebook[1]}"
     return file
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile with worker_group as the unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # imported here: only pytest -n has xdist's controller loaded
+
+    class ByNotebookScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return ByNotebookScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Each item's worker group; and on a CPU of another vendor than the one that made a notebook's outputs, its
+    """The notebooks first; and on a CPU of another vendor than the one that made a notebook's outputs, its
     cpu-sensitive cells still run (their claims must hold) but nbval does not compare their printed digits
     (numerics.cells_checked_by_claims)."""
-    # The notebooks first: they are the longest units, and workers that finish them then share the many short ones.
+    # The notebooks are the longest units: workers that finish them then share the many short ones.
     items.sort(key=lambda item: not item.nodeid.split("::")[0].endswith(".ipynb"))  # stable: cells stay in order
     here, relaxed = numerics.this_machine(), {}
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(worker_group(item)))
         cell_num, options = getattr(item, "cell_num", None), getattr(item, "options", None)
         if cell_num is None or options is None or not str(item.fspath).endswith(".ipynb"):
             continue

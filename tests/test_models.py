@@ -10,9 +10,9 @@ from torch import nn
 from course.pretrained import from_hf_bert
 from scratch.l03_attention import causal_mask
 from scratch.l06_gpt import GPT, GPTConfig
-from scratch.l06_transformer import Transformer
+from scratch.l06_transformer import Transformer, greedy_decode
 from scratch.l07_bert import BERT
-from scratch.l10_decoding import generate, greedy_decode
+from scratch.l10_decoding import generate
 
 PAD, BOS, EOS = 0, 1, 2
 

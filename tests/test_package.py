@@ -4,6 +4,7 @@ lecture, and a module imports only the modules listed above it. scratch never im
 anything. Imports stand at the top of each file unless a comment says why."""
 
 import ast
+import json
 import re
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import scratch
 TEACHING = Path(scratch.__file__).parent
 SUPPORT = Path(course.__file__).parent
 NOTEBOOKS = TEACHING.parents[1] / "notebooks"
+EXERCISES = TEACHING.parents[1] / "exercises"
 LECTURE_MODULE = re.compile(r"l(\d\d)_[a-z_]+")
 # Modules of no lecture: the argument checks every lecture's code shares at its doors
 DOOR_MODULES = {"validate"}
@@ -91,6 +93,32 @@ def test_teaching_modules_import_torch_and_the_standard_library_only():
     allowed = set(sys.stdlib_module_names) | TEACHING_THIRD_PARTY | {"scratch"}
     for name, tree in teaching_modules().items():
         assert top_level_imports(tree) <= allowed, f"scratch/{name}.py imports {top_level_imports(tree) - allowed}"
+
+
+def notebook_imports(path: Path) -> set[str]:
+    """The scratch modules a notebook's code cells import (magics and shell lines left out)."""
+    found = set()
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "code":
+            lines = "".join(cell["source"]).splitlines()
+            found |= imported_modules(ast.parse("\n".join(line for line in lines if line[:1] not in "%!")), "scratch")
+    return found
+
+
+def later_modules(lecture: int, modules: set[str]) -> list[str]:
+    """The lecture modules among `modules` that a later lecture derives."""
+    return sorted(m for m in modules if (match := LECTURE_MODULE.fullmatch(m)) and int(match[1]) > lecture)
+
+
+def test_no_notebook_imports_code_of_a_later_lecture():
+    """A student meets a module in its lecture or after it, never before (the optional 02b and 05b count as 2, 5)."""
+    for path in [*NOTEBOOKS.glob("[0-9][0-9]*.ipynb"), *EXERCISES.glob("[0-9][0-9]*.ipynb")]:
+        early = later_modules(int(path.name[:2]), notebook_imports(path))
+        assert not early, f"{path.parent.name}/{path.name} imports {early}, which later lectures derive"
+
+
+def test_the_later_lecture_test_sees_a_forward_import():
+    assert later_modules(6, {"l06_transformer", "l10_decoding", "validate", "l03_attention"}) == ["l10_decoding"]
 
 
 def test_the_order_test_fails_on_an_upward_import_a_self_import_and_an_unknown_module():

@@ -43,7 +43,7 @@ from course.number_words import (
     number_translation_dataset,
 )
 from scratch.l06_training import estimate_loss, train
-from scratch.l06_transformer import Transformer
+from scratch.l06_transformer import Transformer, greedy_decode
 
 
 def train_lecture6_model(data) -> Transformer:
@@ -72,7 +72,7 @@ def translate(model, numbers: list[int]) -> list[str]:
     rows = [src_vocab.encode(english_tokens(n)) for n in numbers]
     width = max(map(len, rows))
     src = torch.tensor([row + [src_vocab.pad_id] * (width - len(row)) for row in rows])
-    out = model.greedy_decode(src, tgt_vocab.bos_id, tgt_vocab.eos_id)
+    out = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id)
     return [german_from_tokens(tgt_vocab.decode(row)) for row in out]
 
 

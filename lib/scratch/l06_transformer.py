@@ -1,7 +1,8 @@
 """The whole encoder-decoder transformer of "Attention Is All You Need", from lecture 5's blocks (lecture 6).
 
-    Transformer   src -> encoder stack -> memory; tgt + memory -> decoder stack -> logits. Sinusoidal positions,
-                  embeddings scaled by sqrt(d_model), the output layer tied to the target embedding.
+    Transformer     src -> encoder stack -> memory; tgt + memory -> decoder stack -> logits. Sinusoidal positions,
+                    embeddings scaled by sqrt(d_model), the output layer tied to the target embedding.
+    greedy_decode   translate: encode once, then the most probable next token until every row has emitted EOS
 
 The output layer is the "de-embedding": logits = x E^T, one score per vocabulary entry from the dot product
 of the final hidden state x (d_model) with each token's embedding row (weight tying).
@@ -20,6 +21,7 @@ from scratch import validate
 from scratch.l02_positions import SinusoidalPositionalEncoding
 from scratch.l03_attention import causal_mask, padding_mask
 from scratch.l05_transformer_block import DecoderBlock, EncoderBlock, LayerNorm
+from scratch.l06_training import eval_mode
 
 
 class Transformer(nn.Module):
@@ -132,3 +134,31 @@ class Transformer(nn.Module):
 def _same_batch(**tensors: torch.Tensor) -> None:
     if len({t.shape[0] for t in tensors.values()}) > 1:
         raise ValueError("batch sizes differ: " + ", ".join(f"{name} has {t.shape[0]}" for name, t in tensors.items()))
+
+
+@torch.no_grad()
+def greedy_decode(model: Transformer, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int | None = None):
+    """Translate src (batch, S) greedily: lecture 6's loop, for a whole batch.
+
+    Encodes the source once, starts every target from BOS, appends the most probable next token of each row, and
+    stops when every row has emitted EOS or after max_len tokens (default: the model's max_len). Returns (batch, L)
+    ids with L <= max_len: the generated tokens without BOS, each row ending at its EOS and padded with the model's
+    pad_id after it. It runs in eval mode, without gradients.
+    """
+    bos_id = validate.token_id(bos_id, model.tgt_vocab_size, "bos_id")
+    eos_id = validate.token_id(eos_id, model.tgt_vocab_size, "eos_id")
+    max_len = model.max_len if max_len is None else validate.integer(max_len, "max_len")
+    if max_len > model.max_len:
+        raise ValueError(f"max_len = {max_len} exceeds the model's max_len = {model.max_len} positions")
+    with eval_mode(model):
+        memory = model.encode(src)  # (batch, S, d_model), computed once
+        ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)  # (batch, 1): BOS
+        unfinished = torch.ones(src.shape[0], dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            next_ids = model.decode(ys, memory, src)[:, -1].argmax(dim=-1)  # (batch,)
+            next_ids = torch.where(unfinished, next_ids, model.pad_id)  # finished rows only get padding
+            unfinished &= next_ids != eos_id
+            ys = torch.cat([ys, next_ids[:, None]], dim=1)
+            if not unfinished.any():
+                break
+    return ys[:, 1:]

@@ -12,7 +12,6 @@ distribution over the vocabulary of V tokens. A decoding policy picks the next t
     process_logits(z, temperature, top_k, top_p)    the three in transformers' order
 
     generate(model, input_ids, max_new_tokens, strategy="greedy" | "sample" | "beam", ...)
-    greedy_decode(model, src, bos_id, eos_id)    an encoder-decoder's greedy output: the source encoded once
 
 Every transform maps logits (..., V) to logits (..., V), filtered entries set to -inf (probability 0), so they
 compose: top_p_filter(top_k_filter(apply_temperature(z, 0.7), 50), 0.9). generate works with a scratch GPT (it
@@ -290,33 +289,6 @@ def generate(
                 return logits.argmax(dim=-1)
 
         return _token_by_token(_Decoder(model, use_cache), input_ids, max_new_tokens, choose, eos_id, pad_id)
-
-
-def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int | None = None) -> torch.Tensor:
-    """Translate src (batch, S) with an encoder-decoder (a scratch Transformer: encode, decode), greedily.
-
-    Encodes the source once, starts every target from BOS, and stops when every sequence has emitted EOS or
-    after max_len tokens (default: the model's max_len). Returns (batch, L) ids with L <= max_len: the
-    generated tokens without BOS, each row ending at its EOS and padded with the model's pad_id after it.
-    It is generate with decode(tgt, memory, src) as the model; it runs in eval mode without gradients.
-    """
-    bos_id = validate.token_id(bos_id, model.tgt_vocab_size, "bos_id")
-    eos_id = validate.token_id(eos_id, model.tgt_vocab_size, "eos_id")
-    max_len = model.max_len if max_len is None else validate.integer(max_len, "max_len")
-    if max_len > model.max_len:
-        raise ValueError(f"max_len = {max_len} exceeds the model's max_len = {model.max_len} positions")
-    with eval_mode(model):
-        memory = model.encode(src)  # (batch, S, d_model), computed once
-        start = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)  # (batch, 1): BOS
-        ys = generate(
-            lambda tgt: model.decode(tgt, memory, src),
-            start,
-            max_len,
-            eos_id=eos_id,
-            pad_id=model.pad_id,
-            use_cache=False,
-        )
-    return ys[:, 1:]
 
 
 def _token_by_token(decoder: _Decoder, ids: torch.Tensor, max_new_tokens: int, choose, eos_id, pad_id):

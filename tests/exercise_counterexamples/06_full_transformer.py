@@ -532,7 +532,7 @@ def translate_batch(model, src, bos_id, eos_id, max_len):
     return [(torch.tensor(tokens[r]), log_probs[r], torch.tensor(looked_at[r])) for r in range(batch)]
 """,
         "borrowed: greedy_decode for the tokens": """
-from scratch.l10_decoding import greedy_decode
+from scratch.l06_transformer import greedy_decode
 
 @torch.no_grad()
 def translate_batch(model, src, bos_id, eos_id, max_len):
@@ -688,7 +688,7 @@ WRONG_SOLUTIONS[5].update(
 import contextlib
 
 import course.exercises
-from scratch.l10_decoding import greedy_decode
+from scratch.l06_transformer import greedy_decode
 
 course.exercises.forbid = lambda *names, hint: contextlib.nullcontext()
 

@@ -28,8 +28,7 @@ from course.number_words import (
 )
 from scratch.l05_transformer_block import DecoderBlock, EncoderBlock
 from scratch.l06_training import lr_factor
-from scratch.l06_transformer import Transformer
-from scratch.l10_decoding import greedy_decode
+from scratch.l06_transformer import Transformer, greedy_decode
 
 __builtins__ = BUILTINS  # the built-ins as they were when the set-up cell imported this module
 
@@ -269,7 +268,7 @@ def translate_batch(student_translate_batch):
             rows_expected += [("DecoderBlock", sum(length > t for length in lengths))] * len(model.decoder)
         with block_passes(EncoderBlock, DecoderBlock) as seen:  # every block of every model, copies included
             with forbid(
-                "scratch.l10_decoding.greedy_decode",
+                "scratch.l06_transformer.greedy_decode",
                 "scratch.l10_decoding.generate",
                 hint="write the loop from model.encode and decode_with_weights",
             ):
