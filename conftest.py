@@ -6,8 +6,12 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-import course  # noqa: F401  (pins the numeric path before any test imports torch)
+import pytest
+
+import course
 from course import numerics
+
+course.prepare_process()  # offline, and the pinned numeric path before any test imports torch
 
 _notebook_seconds = defaultdict(float)
 
@@ -54,6 +58,7 @@ def worker_group(nodeid: str) -> str:
     return file
 
 
+@pytest.hookimpl(optionalhook=True)  # a pytest without xdist (-p no:xdist) has no such hook
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadfile with worker_group as the unit."""
     if config.getvalue("dist") != "loadfile":

@@ -13,7 +13,9 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 
-import course  # noqa: F401  (first: the offline environment and the numeric path before torch loads)
+import course
+
+course.prepare_process()  # first: the offline environment and the numeric path before torch loads
 
 # isort: split
 import torch

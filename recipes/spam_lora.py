@@ -28,7 +28,6 @@ from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PrinterCallback, Trainer, TrainingArguments
 from transformers.utils import logging
 
-import course  # noqa: F401  (the numeric path)
 from course import assets, corpora
 
 MAX_TOKENS = 32  # WordPiece tokens of an e-mail, as in lecture 7

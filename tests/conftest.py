@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import course  # noqa: F401  (offline environment before transformers is imported)
 from course import pretrained
 from scratch.l06_gpt import GPT, GPTConfig
 

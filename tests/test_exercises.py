@@ -239,7 +239,7 @@ def plain_mpl():
     plt.close("all")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker, though a worker takes this file's tests notebook by notebook
 def course(tmp_path_factory):
     """An nbgrader course folder, every lecture released by nbgrader generate_assignment as `make release` does."""
     root = tmp_path_factory.mktemp("grading")

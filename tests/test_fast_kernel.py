@@ -13,6 +13,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import start_new_kernel
 
+import course
 from course import kernel, numerics
 
 
@@ -56,7 +57,7 @@ def test_the_fast_kernel_spec_starts_through_run_fast():
     spec = kernel.kernel_spec(fast=True)
     assert spec["display_name"] == kernel.FAST_KERNEL_DISPLAY_NAME
     assert spec["argv"][1:4] == ["-m", "course.kernel", "run-fast"]
-    assert spec["env"] == {numerics.NATIVE_VARIABLE: "native"}
+    assert spec["env"] == {numerics.NATIVE_VARIABLE: "native", **course.OFFLINE_ENV}
 
 
 @pytest.mark.slow

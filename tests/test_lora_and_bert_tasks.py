@@ -4,7 +4,6 @@ import pytest
 import torch
 from torch import nn
 
-import course  # noqa: F401  (offline environment before transformers)
 from course.bert_tasks import gazetteer_tags, sentence_pairs
 from course.checkpoints import BlockTagger, frozen_block_outputs
 from course.corpora import split_sentences, split_words

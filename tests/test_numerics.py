@@ -17,6 +17,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import start_new_kernel
 
+import course
 from course import kernel, numerics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +101,7 @@ def test_other_cpus_run_unpinned_and_compare_laxly(monkeypatch):
     environ = {}
     assert not numerics.pin_environment(environ) and environ == {}
     assert numerics.nbval_mode() == "lax"
-    assert "env" not in kernel.kernel_spec()
+    assert kernel.kernel_spec()["env"] == course.OFFLINE_ENV  # offline, nothing pinned
 
 
 def test_cpus_without_avx2_run_unpinned(monkeypatch):
@@ -116,7 +117,7 @@ def test_install_writes_the_kernel_into_the_given_environment(tmp_path, monkeypa
     path = kernel.install(tmp_path)
     assert path == tmp_path / "share" / "jupyter" / "kernels" / "scratch" / "kernel.json"
     spec = json.loads(path.read_text())
-    assert spec["env"] == numerics.PINNED_ENV
+    assert spec["env"] == {**numerics.PINNED_ENV, **course.OFFLINE_ENV}
     assert Path(spec["argv"][0]).is_absolute()  # this environment's Python, whichever Jupyter starts it
     assert spec["argv"][1:3] == ["-m", "ipykernel_launcher"]
 

@@ -4,7 +4,6 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-import course  # noqa: F401  (offline environment before transformers)
 from course import assets
 from course.number_words import digits_conversation
 from scratch.l07_masking import IGNORE_INDEX

@@ -33,7 +33,7 @@ import nbformat
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
 
-from course import assets  # first: course sets OFFLINE_ENV, which the notebooks re-executed here inherit
+from course import assets
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "book_template"
 STATIC = "_static"

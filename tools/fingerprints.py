@@ -31,7 +31,9 @@ if len(sys.argv) == 4 and sys.argv[1] == "--compare":
     )
     sys.exit(1 if differ else 0)
 
-import course  # noqa: F401  (pins the numeric path before torch loads, as the course's kernel does)
+import course
+
+course.prepare_process()  # the pinned numeric path before torch loads, as the course's kernel has it
 
 # isort: split
 import torch

@@ -23,7 +23,9 @@ import json
 import random
 import time
 
-import course  # noqa: F401  (before torch: the course's pinned numeric path)
+import course
+
+course.prepare_process()  # before torch: the course's pinned numeric path
 import scratch
 
 # isort: split

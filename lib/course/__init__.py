@@ -18,8 +18,10 @@
     checks         the exercises' graded checks, one module per lecture
     check          is this machine ready? OK/FAIL per package and asset (`python -m course.check`)
 
-It may import anything, `scratch` included; `scratch` never imports it. Importing course sets the offline
-environment (OFFLINE_ENV) and, where torch has not loaded yet, the pinned numeric path (course.numerics).
+It may import anything, `scratch` included; `scratch` never imports it. Importing it changes nothing outside it: the
+course's Jupyter kernel (course.kernel) starts every notebook with the offline environment (OFFLINE_ENV) and the
+pinned numeric path (course.numerics), and a script, a recipe or the tests ask for both with prepare_process()
+before torch loads.
 """
 
 import os
@@ -28,24 +30,28 @@ import warnings
 
 from course import numerics
 
-# Before torch loads, so that a Python started without the course kernel computes the same bits too.
-if "torch" not in sys.modules:
-    numerics.pin_environment()
-elif numerics.cpu_supports_pinned_path() and numerics.problems():
-    warnings.warn(
-        "torch was imported before course, outside the course's Jupyter kernel, so it runs off the pinned "
-        f"numeric path ({'; '.join(numerics.problems())}). Results can differ from the stored outputs in the "
-        "last digits. Choose the kernel 'Transformers from Scratch' (installed by `make setup`), "
-        "or import course before torch.",
-        stacklevel=2,
-    )
-
 # Models load from local paths only; with these set, a mistaken hub id fails at once instead of hanging.
 # Loading progress bars print speeds (it/s) that change every run; nbval would see them as changed output.
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
-for _name, _value in OFFLINE_ENV.items():
-    os.environ.setdefault(_name, _value)
-if "huggingface_hub" in sys.modules:  # imported before course: it read the variables above too early
-    sys.modules["huggingface_hub"].constants.HF_HUB_OFFLINE = os.environ["HF_HUB_OFFLINE"] == "1"
-if "transformers" in sys.modules:
-    sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
+def prepare_process(environ=os.environ) -> None:
+    """What the course's kernel gives a notebook, for a process started otherwise (a script, a recipe, pytest): the
+    offline environment, and the pinned numeric path where torch has not loaded yet (else a warning that it runs off
+    it). Call it before importing torch; a variable already set is left as it is."""
+    for name, value in OFFLINE_ENV.items():
+        environ.setdefault(name, value)
+    if "huggingface_hub" in sys.modules:  # imported already: it read the variables above too early
+        sys.modules["huggingface_hub"].constants.HF_HUB_OFFLINE = environ["HF_HUB_OFFLINE"] == "1"
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+    if "torch" not in sys.modules:
+        numerics.pin_environment(environ)
+    elif numerics.cpu_supports_pinned_path() and numerics.problems():
+        warnings.warn(
+            "torch was imported before course.prepare_process(), outside the course's Jupyter kernel, so it runs "
+            f"off the pinned numeric path ({'; '.join(numerics.problems())}). Results can differ from the stored "
+            "outputs in the last digits. Choose the kernel 'Transformers from Scratch' (installed by `make "
+            "setup`), or call course.prepare_process() before importing torch.",
+            stacklevel=2,
+        )

@@ -23,7 +23,7 @@ import platform
 import sys
 from pathlib import Path
 
-from course import numerics
+from course import OFFLINE_ENV, numerics
 
 KERNEL_NAME = "scratch"
 KERNEL_DISPLAY_NAME = "Transformers from Scratch (Python 3.11)"
@@ -32,15 +32,15 @@ FAST_KERNEL_DISPLAY_NAME = "Transformers from Scratch (fast)"
 
 
 def kernel_spec(fast: bool = False) -> dict:
-    """The course's Jupyter kernel: this environment's Python, with the pinned variables on supported CPUs;
-    with fast=True the fast kernel, which starts through `run-fast` on the native path."""
+    """The course's Jupyter kernel: this environment's Python, offline (OFFLINE_ENV), with the pinned variables on
+    supported CPUs; with fast=True the fast kernel, which starts through `run-fast` on the native path."""
     if fast:
         return {
             "argv": [sys.executable, "-m", "course.kernel", "run-fast", "-f", "{connection_file}"],
             "display_name": FAST_KERNEL_DISPLAY_NAME,
             "language": "python",
             "metadata": {"debugger": True},
-            "env": {numerics.NATIVE_VARIABLE: "native"},
+            "env": {numerics.NATIVE_VARIABLE: "native", **OFFLINE_ENV},
         }
     spec = {
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
@@ -48,8 +48,7 @@ def kernel_spec(fast: bool = False) -> dict:
         "language": "python",
         "metadata": {"debugger": True},
     }
-    if numerics.cpu_supports_pinned_path():
-        spec["env"] = dict(numerics.PINNED_ENV)
+    spec["env"] = {**(numerics.PINNED_ENV if numerics.cpu_supports_pinned_path() else {}), **OFFLINE_ENV}
     return spec
 
 

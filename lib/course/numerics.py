@@ -15,9 +15,10 @@ choice makes every x86-64 machine with AVX2 compute the same bits:
     NPY_DISABLE_CPU_FEATURES=...    NumPy's AVX-512 loops off
 
 The variables only work if they are set before torch (and numpy) load, which is why the course's Jupyter
-kernel sets them (`course.kernel`, installed by `make setup`) and why `import course` sets them too when
-it comes first. Machines without AVX2 (Apple Silicon, ARM Linux, CPUs older than 2013) run the course
-unpinned: their notebooks are checked by their asserts (`make test NBVAL=lax`), not by printed digits.
+kernel sets them (`course.kernel`, installed by `make setup`) and why a script, a recipe or pytest calls
+`course.prepare_process()` before importing torch. Machines without AVX2 (Apple Silicon, ARM Linux, CPUs older
+than 2013) run the course unpinned: their notebooks are checked by their asserts (`make test NBVAL=lax`), not by
+printed digits.
 
 Why one thread: the course's models are small, so a second thread buys little, and threads that wait for
 each other on a busy machine (a shared server, a laptop running other work) can make a step many times
@@ -36,7 +37,7 @@ another vendor they are checked by their claims (`cells_checked_by_claims`). Eve
 The fast kernel (`course.kernel`, "Transformers from Scratch (fast)") takes the native path instead: the
 variables above removed, the CPU's best kernels, and as many threads as the cores this process may use
 (`usable_cores`). It is for students who do not need the stored digits; `SCRATCH_NUMERICS=native` marks it,
-so that `import course` pins nothing there or in the processes it starts.
+so that `course.prepare_process()` pins nothing there or in the processes it starts.
 """
 
 from __future__ import annotations
