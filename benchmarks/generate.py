@@ -31,7 +31,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import scratch
 from course import assets
 from course.pretrained import from_hf_llama
-from scratch.l06_gpt import GPT
+from scratch.l08_llama import Llama
 from scratch.l10_decoding import generate
 
 TARGET = 1.0
@@ -57,7 +57,7 @@ LLAMA_NAMES = {
 }
 
 
-def share_weights(model: GPT, hf) -> GPT:
+def share_weights(model: Llama, hf) -> Llama:
     """Point model's parameters at hf's weight tensors (the same memory, no copy); the values are already equal."""
     theirs = hf.state_dict()
     for name, param in model.named_parameters(remove_duplicate=False):

@@ -256,5 +256,3 @@ def test_bad_input_masks_and_mha():
         MultiHeadAttention(10, 3)
     with pytest.raises(ValueError, match="dropout"):
         MultiHeadAttention(8, 2, dropout=1.0)
-    with pytest.raises(ValueError, match="positions only mean something"):
-        MultiHeadAttention(8, 2)(torch.randn(2, 5, 8), positions=3)

@@ -87,7 +87,6 @@ def test_sinusoidal_module_adds_the_table():
     x = torch.randn(3, 10, 16)
     table = sinusoidal_positional_encoding(50, 16)
     assert torch.equal(module(x), x + table[:10])
-    assert torch.equal(module(x, offset=40), x + table[40:50])
     assert "pe" in dict(module.named_buffers()) and not list(module.parameters())
     assert module.state_dict() == {}  # recomputable: not saved
     assert module(x.double()).dtype == torch.float64
@@ -108,7 +107,6 @@ def test_learned_positional_embedding_adds_the_right_rows():
     module = LearnedPositionalEmbedding(max_len=12, d_model=6)
     x = torch.randn(2, 5, 6)
     assert torch.equal(module(x), x + module.weight[:5])
-    assert torch.equal(module(x, offset=7), x + module.weight[7:12])
     assert module.weight.shape == (12, 6) and module.weight.requires_grad
     module(x).sum().backward()  # only the rows that were used receive a gradient
     assert module.weight.grad[:5].abs().sum() > 0 and torch.equal(module.weight.grad[5:], torch.zeros(7, 6))
@@ -275,18 +273,12 @@ def test_sinusoidal_bad_sizes(max_len, d_model, error, match):
 def test_absolute_positions_bad_input(module):
     with pytest.raises(ValueError, match="sequence too long"):
         module(torch.zeros(1, 11, 8))
-    with pytest.raises(ValueError, match="sequence too long"):
-        module(torch.zeros(1, 5, 8), offset=6)
     with pytest.raises(ValueError, match=r"shape \(..., n, d_model = 8\), got \(1, 5, 6\)"):
         module(torch.zeros(1, 5, 6))
     with pytest.raises(ValueError, match="shape"):
         module(torch.zeros(8))
     with pytest.raises(ValueError, match="must be a tensor"):
         module([[0.0] * 8])
-    with pytest.raises(ValueError, match="offset must be at least 0"):
-        module(torch.zeros(1, 5, 8), offset=-1)
-    with pytest.raises(TypeError, match="offset must be an int"):
-        module(torch.zeros(1, 5, 8), offset=1.5)
 
 
 def test_rope_bad_input():

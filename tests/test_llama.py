@@ -10,8 +10,9 @@ from course.pretrained import from_hf_llama
 from scratch.l02_positions import RotaryEmbedding
 from scratch.l03_attention import causal_mask
 from scratch.l04_multi_head_attention import MultiHeadAttention
-from scratch.l05_transformer_block import EncoderBlock, RMSNorm, SwiGLUFeedForward
-from scratch.l06_gpt import GPT, GPTConfig
+from scratch.l08_llama import Llama, RMSNorm, SwiGLUFeedForward
+from scratch.l08_llama import LlamaAttention as OurLlamaAttention
+from scratch.l08_llama import LlamaConfig as OurConfig
 from scratch.l10_decoding import generate
 
 # tiny_llama (a random transformers Llama and ours with its weights) and smollm2 are in conftest.py
@@ -80,13 +81,17 @@ def llama_attention_pair(h, n_kv_heads, d_model=64, base=10000.0):
         attn_implementation="eager",
     )
     theirs = randomise_(LlamaAttention(config, layer_idx=0), seed=4).eval()
-    ours = MultiHeadAttention(
-        d_model, h, bias=False, n_kv_heads=n_kv_heads, rotary=RotaryEmbedding(d_model // h, max_len=128, base=base)
-    ).eval()
+    ours = OurLlamaAttention(d_model, h, n_kv_heads).eval()
     with torch.no_grad():
         for mine, name in ((ours.w_q, "q_proj"), (ours.w_k, "k_proj"), (ours.w_v, "v_proj"), (ours.w_o, "o_proj")):
             mine.weight.copy_(getattr(theirs, name).weight)
     return ours, theirs, LlamaRotaryEmbedding(config)
+
+
+def angles(n, d_k, base, start=0):
+    """RoPE's cos and sin for positions start..start+n-1, from lecture 2's RotaryEmbedding."""
+    rope = RotaryEmbedding(d_k, max_len=128, base=base)
+    return rope.cos_sin(n, start)
 
 
 def run_llama_attention(theirs, rope, x, position_ids, causal=True):
@@ -104,15 +109,16 @@ def test_gqa_rotary_attention_equals_llama_attention(h, n_kv_heads):
     x = randn(2, 9, 64, seed=5)
     assert ours.w_k.weight.shape == ours.w_v.weight.shape == (n_kv_heads * 64 // h, 64)
     with torch.no_grad():
-        out, weights = ours.forward_with_weights(x, mask=causal_mask(9))
+        out, weights = ours(x, *angles(9, 64 // h, 100000.0), mask=causal_mask(9))
         expected, expected_weights = run_llama_attention(theirs, rope, x, torch.arange(9)[None])
         torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(weights, expected_weights, atol=1e-5, rtol=1e-5)
         # no mask at all (bidirectional), and positions that start at 20 (decoding after a cached prefix)
         expected, _ = run_llama_attention(theirs, rope, x, torch.arange(9)[None], causal=False)
-        torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ours(x, *angles(9, 64 // h, 100000.0))[0], expected, atol=1e-5, rtol=1e-5)
         expected, _ = run_llama_attention(theirs, rope, x, torch.arange(20, 29)[None])
-        torch.testing.assert_close(ours(x, mask=causal_mask(9), positions=20), expected, atol=1e-5, rtol=1e-5)
+        got = ours(x, *angles(9, 64 // h, 100000.0, start=20), mask=causal_mask(9))[0]
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_gqa_is_mha_with_shared_key_value_heads():
@@ -140,10 +146,10 @@ def test_gqa_is_mha_with_shared_key_value_heads():
 
 def test_from_hf_llama_tiny_same_logits(tiny_llama):
     hf, model = tiny_llama
-    assert not model.training and model.lm_head.weight is model.tok_embed.weight and model.pos_embed is None
+    assert not model.training and model.lm_head.weight is model.tok_embed.weight and isinstance(model, Llama)
     block = model.blocks[0]
     assert isinstance(block.norm1, RMSNorm) and isinstance(block.ffn, SwiGLUFeedForward)
-    assert block.self_attn.n_kv_heads == 2 and block.self_attn.rotary is model.blocks[1].self_attn.rotary
+    assert block.self_attn.n_kv_heads == 2
     assert len(model.state_dict()) == len(hf.state_dict())  # no extra keys: RoPE tables are not saved
     x = torch.randint(100, (3, 17), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -152,11 +158,11 @@ def test_from_hf_llama_tiny_same_logits(tiny_llama):
     torch.testing.assert_close(logits, expected, atol=1e-5, rtol=0)
 
 
-def test_llama_style_gpt_from_scratch():
-    """The options work without transformers too: a Llama-shaped GPT trains like any other."""
+def test_llama_from_scratch():
+    """Our Llama works without transformers too: it trains like lecture 6's GPT."""
     torch.manual_seed(0)
-    model = GPT(GPTConfig.llama(vocab_size=30, d_model=32, h=4, N=2, d_ff=64, max_len=16, n_kv_heads=2))
-    assert "pos_embed.embedding.weight" not in model.state_dict()
+    model = Llama(OurConfig(vocab_size=30, d_model=32, h=4, N=2, d_ff=64, max_len=16, n_kv_heads=2))
+    assert not any("pos_embed" in name for name in model.state_dict())
     assert not any(name.endswith("bias") for name in model.state_dict())
     x = torch.randint(30, (2, 10))
     y = x.clone()
@@ -180,7 +186,9 @@ def test_smollm2_config(smollm2):
     hf, model, _ = smollm2
     attn = model.blocks[0].self_attn
     assert (len(model.blocks), attn.d_model, attn.h, attn.n_kv_heads, attn.d_k) == (30, 576, 9, 3, 64)
-    assert attn.rotary.base == 100000.0 and model.blocks[0].ffn.d_ff == 1536 and model.vocab_size == 49152
+    assert model.config.rope_base == 100000.0 and model.blocks[0].ffn.d_ff == 1536 and model.vocab_size == 49152
+    assert model.config == OurConfig(eps=model.config.eps)  # LlamaConfig's defaults are SmolLM2-135M's sizes
+    assert abs(model.config.eps - OurConfig().eps) < 1e-12  # its config.json stores 1e-5 rounded to float32
     assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in hf.parameters())
 
 
@@ -226,32 +234,22 @@ def test_bad_input():
         MultiHeadAttention(64, 8, n_kv_heads=3)
     with pytest.raises(ValueError, match="n_kv_heads"):
         MultiHeadAttention(64, 8, n_kv_heads=0)
-    with pytest.raises(ValueError, match="d_head = d_k = 8"):
-        MultiHeadAttention(64, 8, rotary=RotaryEmbedding(16))
-    with pytest.raises(ValueError, match="positions only mean something with a rotary"):
-        MultiHeadAttention(64, 8)(randn(1, 3, 64), positions=2)
-    rotary_attention = MultiHeadAttention(64, 8, rotary=RotaryEmbedding(8, max_len=16))
-    with pytest.raises(ValueError, match="self-attention"):
-        rotary_attention(randn(1, 3, 64), randn(1, 4, 64))
-    with pytest.raises(ValueError, match="positions must lie in 0..15"):
-        rotary_attention(randn(1, 3, 64), positions=14)
-    with pytest.raises(ValueError, match="unknown norm 'batchnorm'"):
-        EncoderBlock(32, 4, 64, norm="batchnorm")
-    with pytest.raises(ValueError, match="unknown ffn 'moe'"):
-        EncoderBlock(32, 4, 64, ffn="moe")
-    config = dict(vocab_size=10, d_model=32, h=4, N=1, d_ff=64, max_len=8)
-    with pytest.raises(ValueError, match="unknown norm 'rms'"):
-        GPTConfig(**config, norm="rms")
-    with pytest.raises(ValueError, match="unknown ffn 'glu'"):
-        GPT(GPTConfig(**config, ffn="glu"))
-    with pytest.raises(ValueError, match="unknown positional 'sinusoidal'"):
-        GPTConfig(**config, positional="sinusoidal")
-    with pytest.raises(ValueError, match="n_kv_heads"):
-        GPT(GPTConfig(**config, n_kv_heads=3))
-    with pytest.raises(ValueError, match="d_head must be even"):
-        GPT(GPTConfig.llama(vocab_size=10, d_model=12, h=4, n_kv_heads=2, N=1, d_ff=8, max_len=8))
+    config = dict(vocab_size=10, d_model=32, h=4, n_kv_heads=2, N=1, d_ff=64, max_len=8)
+    with pytest.raises(ValueError, match="n_kv_heads \\(3\\) must divide"):
+        OurConfig(**{**config, "n_kv_heads": 3})
+    with pytest.raises(ValueError, match="even d_k"):
+        OurConfig(**{**config, "d_model": 12})
     with pytest.raises(ValueError, match="eps"):
-        RMSNorm(8, eps=0)
+        OurConfig(**config, eps=0)
+    with pytest.raises(ValueError, match="rope_base"):
+        OurConfig(**config, rope_base=1)
+    with pytest.raises(TypeError, match="LlamaConfig"):
+        Llama(config)
+    model = Llama(OurConfig(**config))
+    with pytest.raises(ValueError, match="too long"):
+        model(torch.zeros(1, 9, dtype=torch.long))
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model(torch.full((1, 3), 10))
     gpt2 = GPT2LMHeadModel(
         GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10, n_positions=8, bos_token_id=0, eos_token_id=0)
     )

@@ -1,6 +1,7 @@
 """scratch.l06_transformer, l06_gpt and l07_bert: the encoder-decoder against torch.nn.Transformer, GPT against
 Hugging Face GPT-2, BERT against the real MiniLM, the configuration's presets, greedy decoding, and bad input."""
 
+import dataclasses
 import math
 
 import pytest
@@ -10,8 +11,9 @@ from torch import nn
 from course.pretrained import from_hf_bert
 from scratch.l03_attention import causal_mask
 from scratch.l06_gpt import GPT, GPTConfig
-from scratch.l06_transformer import Transformer, greedy_decode
-from scratch.l07_bert import BERT
+from scratch.l06_transformer import Transformer, TransformerConfig, greedy_decode
+from scratch.l07_bert import BERT, BERTConfig
+from scratch.l08_llama import Llama, LlamaConfig
 from scratch.l10_decoding import generate
 
 PAD, BOS, EOS = 0, 1, 2
@@ -187,15 +189,17 @@ def test_gpt_from_hf_gpt2_same_logits(tiny_gpt2):
         torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
-def test_gpt_config_presets():
-    """The defaults are GPT-2 small (124 M parameters); the Llama preset is SmolLM2-135M's architecture."""
+def test_config_defaults():
+    """GPTConfig's defaults are GPT-2 small (124 M parameters); LlamaConfig's are SmolLM2-135M's."""
     with torch.device("meta"):  # shapes only, no memory
-        gpt2, llama = GPT(GPTConfig.gpt2()), GPT(GPTConfig.llama())
+        gpt2, llama = GPT(GPTConfig.gpt2()), Llama(LlamaConfig())
     assert GPTConfig() == GPTConfig.gpt2() and sum(p.numel() for p in gpt2.parameters()) == 124_439_808
     assert sum(p.numel() for p in llama.parameters()) == 134_515_008  # SmolLM2-135M-Instruct
-    assert llama.pos_embed is None and llama.blocks[0].self_attn.n_kv_heads == 3
-    small = GPTConfig.llama(d_model=64, h=4, n_kv_heads=2, N=2, d_ff=128, vocab_size=100, max_len=32)
-    assert small.norm == "rmsnorm" and small.ffn == "swiglu" and small.positional == "rotary" and not small.bias
+    assert llama.blocks[0].self_attn.n_kv_heads == 3 and not llama.config.bias
+    with pytest.raises(ValueError, match="unknown activation 'swish'"):
+        GPTConfig(activation="swish")
+    with pytest.raises(ValueError, match="divisible"):
+        GPTConfig(d_model=100, h=3)
 
 
 def test_gpt_is_causal_and_initialised_small():
@@ -295,3 +299,21 @@ def test_bad_configuration():
         GPTConfig(vocab_size=10, d_model=32, h=4, N=0, d_ff=8, max_len=8)
     with pytest.raises(TypeError, match="config must be a GPTConfig"):
         GPT(dict(vocab_size=10))
+
+
+def test_every_model_has_a_config():
+    """Each model keeps its checked arguments in a frozen config dataclass, and from_config rebuilds it."""
+    transformer = Transformer(10, 12, d_model=16, h=2, N=1, d_ff=32, max_len=8)
+    bert = BERT(30, 16, 2, 1, 32, max_len=8)
+    gpt = GPT(GPTConfig.gpt2(vocab_size=20, max_len=8, d_model=16, h=2, N=1, d_ff=32))
+    llama = Llama(LlamaConfig(vocab_size=20, max_len=8, d_model=16, h=2, n_kv_heads=1, N=1, d_ff=32))
+    assert isinstance(transformer.config, TransformerConfig) and isinstance(bert.config, BERTConfig)
+    for model in (transformer, bert):
+        rebuilt = type(model).from_config(model.config)
+        assert rebuilt.config == model.config
+        assert {k: v.shape for k, v in rebuilt.state_dict().items()} == {
+            k: v.shape for k, v in model.state_dict().items()
+        }
+    for model in (transformer, bert, gpt, llama):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            model.config.d_model = 8

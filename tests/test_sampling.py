@@ -17,9 +17,18 @@ from transformers.generation.logits_process import (
 from course.metrics import distinct_n, repetition
 from scratch.l02_positions import RotaryEmbedding
 from scratch.l03_attention import causal_mask
-from scratch.l04_multi_head_attention import KVCache, MultiHeadAttention
+from scratch.l04_multi_head_attention import MultiHeadAttention
 from scratch.l06_gpt import GPT, GPTConfig
-from scratch.l10_decoding import apply_temperature, generate, process_logits, top_k_filter, top_p_filter
+from scratch.l08_llama import Llama, LlamaAttention, LlamaConfig
+from scratch.l10_decoding import (
+    KVCache,
+    apply_temperature,
+    generate,
+    new_kv_cache,
+    process_logits,
+    top_k_filter,
+    top_p_filter,
+)
 
 # tiny_gpt2, tiny_llama (a random transformers model and ours with its weights) and smollm2 are in conftest.py
 
@@ -250,22 +259,16 @@ def test_logits_transform_and_per_row_policies(tiny_gpt2):
 # ---------------------------------------------------------------- the KV cache
 
 
-@pytest.mark.parametrize("style", ["gpt2", "llama"])
-def test_kv_cache_logits_equal_recomputation(style):
+@pytest.mark.parametrize("n_kv", [2, 4])
+def test_kv_cache_logits_equal_recomputation(n_kv):
     torch.manual_seed(0)
-    preset = GPTConfig.llama if style == "llama" else GPTConfig.gpt2
-    model = (
-        GPT(
-            preset(vocab_size=50, d_model=32, h=4, N=2, d_ff=64, max_len=32, n_kv_heads=2 if style == "llama" else None)
-        )
-        .double()
-        .eval()
-    )
+    config = LlamaConfig(vocab_size=50, d_model=32, h=4, n_kv_heads=n_kv, N=2, d_ff=64, max_len=32)
+    model = Llama(config).double().eval()
     x = torch.randint(50, (3, 14))
     with torch.no_grad():
         full = model(x)
         full_weights = model.attention_weights(x)
-        cache = model.new_kv_cache()
+        cache = new_kv_cache(model)
         pieces = [model(x[:, :5], kv_cache=cache)]  # the prompt at once, then one by one
         for t in range(5, 12):
             pieces.append(model(x[:, t : t + 1], kv_cache=cache))
@@ -274,20 +277,20 @@ def test_kv_cache_logits_equal_recomputation(style):
         weights = model.attention_weights(x[:, 12:], kv_cache=snapshot)
     torch.testing.assert_close(torch.cat(pieces + [last], dim=1), full, atol=1e-12, rtol=0)
     torch.testing.assert_close(weights[1], full_weights[1][:, :, 12:], atol=1e-12, rtol=0)
-    n_kv = 2 if style == "llama" else 4
     assert len(cache) == 2 and len(cache[0]) == 14 and cache[0].k.shape == (3, n_kv, 14, 8)  # GQA: n_kv heads only
 
 
 def test_kv_cache_in_attention_and_causal_mask_with_past():
     assert torch.equal(causal_mask(2, past=3), torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=torch.bool))
     assert torch.equal(causal_mask(4, past=0), causal_mask(4))
-    attn = MultiHeadAttention(32, 4, n_kv_heads=2, rotary=RotaryEmbedding(8, max_len=16)).double().eval()
+    attn = LlamaAttention(32, 4, n_kv_heads=2).double().eval()
+    cos, sin = (table.double() for table in RotaryEmbedding(8, max_len=16).cos_sin(7))
     x = torch.randn(2, 7, 32, dtype=torch.float64)
     cache = KVCache()
     with torch.no_grad():
-        full = attn(x, mask=causal_mask(7))
-        first = attn(x[:, :4], mask=causal_mask(4), kv_cache=cache)
-        rest = attn(x[:, 4:], mask=causal_mask(3, past=4), kv_cache=cache)
+        full = attn(x, cos, sin, mask=causal_mask(7))[0]
+        first = attn(x[:, :4], cos[:4], sin[:4], mask=causal_mask(4), kv_cache=cache)[0]
+        rest = attn(x[:, 4:], cos[4:], sin[4:], mask=causal_mask(3, past=4), kv_cache=cache)[0]
     torch.testing.assert_close(torch.cat([first, rest], dim=1), full, atol=1e-12, rtol=0)
     assert len(cache) == 7 and cache.k.shape == (2, 2, 7, 8)
     cache.reorder(torch.tensor([1, 1, 0]))
@@ -444,8 +447,9 @@ def test_distinct_n_and_repetition():
 # ---------------------------------------------------------------- bad input
 
 
-def test_bad_input(tiny_gpt2):
+def test_bad_input(tiny_gpt2, tiny_llama):
     hf, ours = tiny_gpt2
+    llama = tiny_llama[1]
     z = torch.randn(2, 10)
     for k in (0, -3):
         with pytest.raises(ValueError, match="k must be at least 1"):
@@ -492,14 +496,14 @@ def test_bad_input(tiny_gpt2):
     with pytest.raises(TypeError, match="model must be"):
         generate("gpt2", PROMPT, 5, use_cache=False)
     # the cache
-    with pytest.raises(TypeError, match="list of 2 KVCache"):
-        ours(PROMPT, kv_cache=[KVCache()])
-    cache = ours.new_kv_cache()
+    with pytest.raises(TypeError, match="list of 2 caches"):
+        llama(PROMPT, kv_cache=[KVCache()])
+    with pytest.raises(TypeError, match="must be a scratch Llama"):
+        new_kv_cache(ours)
+    cache = new_kv_cache(llama)
     with torch.no_grad():
-        ours(PROMPT, kv_cache=cache)
+        llama(PROMPT, kv_cache=cache)
         with pytest.raises(ValueError, match="5 cached positions \\+ 60 new tokens exceed"):
-            ours(torch.zeros(3, 60, dtype=torch.long), kv_cache=cache)
+            llama(torch.zeros(3, 60, dtype=torch.long), kv_cache=cache)
     with pytest.raises(ValueError, match="past .* must be at least 0"):
         causal_mask(3, past=-1)
-    with pytest.raises(ValueError, match="KV cache are for self-attention"):
-        MultiHeadAttention(32, 4)(torch.randn(1, 3, 32), torch.randn(1, 4, 32), kv_cache=KVCache())

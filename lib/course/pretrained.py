@@ -1,6 +1,6 @@
 """Pretrained weights in the course's models: the bridge to Hugging Face transformers (lectures 7-10).
 
-    from_hf_llama(model)   a GPT (GPTConfig.llama) with the weights of a LlamaForCausalLM, e.g. SmolLM2
+    from_hf_llama(model)   a Llama (scratch.l08_llama) with the weights of a LlamaForCausalLM, e.g. SmolLM2
     from_hf_bert(model)    a BERT with the weights of a BertModel (or a BertFor... model), e.g. MiniLM
 
 Each from_hf_* reads the architecture from the model's config, builds ours, and copies every weight with one
@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scratch.l06_gpt import GPT, GPTConfig
 from scratch.l07_bert import BERT
+from scratch.l08_llama import Llama, LlamaConfig
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 # Our post-LN EncoderBlock's parts -> the same parts of transformers' BertLayer (both directions use it)
@@ -55,8 +55,8 @@ def _tied(hf_model) -> bool:
     return getattr(hf_model.config, "tie_word_embeddings", True) or not hasattr(hf_model, "lm_head")
 
 
-def from_hf_llama(hf_model) -> GPT:
-    """A GPT with the weights of a Hugging Face LlamaForCausalLM (or LlamaModel), same logits: SmolLM2.
+def from_hf_llama(hf_model) -> Llama:
+    """A Llama with the weights of a Hugging Face LlamaForCausalLM (or LlamaModel), same logits: SmolLM2.
 
     The names map one to one: q_proj/k_proj/v_proj/o_proj -> w_q/w_k/w_v/w_o, gate_proj/up_proj/down_proj ->
     gate/up/down, input_layernorm -> norm1, post_attention_layernorm -> norm2, model.norm -> norm,
@@ -67,7 +67,7 @@ def from_hf_llama(hf_model) -> GPT:
     if c.hidden_act != "silu":
         raise ValueError(f"only Llama's SiLU-gated MLP is supported, got hidden_act {c.hidden_act!r}")
     if bool(c.attention_bias) != bool(c.mlp_bias):
-        raise ValueError("attention_bias and mlp_bias differ; this GPT has one `bias` switch for both")
+        raise ValueError("attention_bias and mlp_bias differ; our Llama has one `bias` switch for both")
     if (
         getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
     ) * c.num_attention_heads != c.hidden_size:
@@ -84,7 +84,7 @@ def from_hf_llama(hf_model) -> GPT:
         eps=c.rms_norm_eps, dropout=c.attention_dropout, bias=bool(c.attention_bias), tie_embeddings=_tied(hf_model)
     )
     rope_base = rope.get("rope_theta", getattr(c, "rope_theta", 10000.0))
-    model = GPT(GPTConfig.llama(**sizes, **heads, **options, rope_base=rope_base))
+    model = Llama(LlamaConfig(**sizes, **heads, **options, rope_base=rope_base))
     llama = getattr(hf_model, "model", hf_model)  # LlamaForCausalLM wraps a LlamaModel
     model.to(llama.embed_tokens.weight.dtype)
     pairs = [(model.tok_embed, llama.embed_tokens), (model.norm, llama.norm)]

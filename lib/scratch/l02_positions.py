@@ -22,15 +22,13 @@ from torch import nn
 from scratch import validate
 
 
-def _check_sequence(x: torch.Tensor, d_model: int, max_len: int, offset: int) -> int:
-    """x: (..., n, d_model) with offset + n <= max_len; returns n."""
+def _check_sequence(x: torch.Tensor, d_model: int, max_len: int) -> int:
+    """x: (..., n, d_model) with n <= max_len; returns n."""
     if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != d_model:
         found = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a tensor of shape (..., n, d_model = {d_model}), got {found}")
-    if offset + x.shape[-2] > max_len:
-        raise ValueError(
-            f"sequence too long: positions {offset}..{offset + x.shape[-2] - 1} do not fit in max_len = {max_len}"
-        )
+    if x.shape[-2] > max_len:
+        raise ValueError(f"sequence too long: {x.shape[-2]} positions do not fit in max_len = {max_len}")
     return x.shape[-2]
 
 
@@ -59,11 +57,10 @@ def sinusoidal_positional_encoding(max_len: int, d_model: int, dtype: torch.dtyp
 
 
 class SinusoidalPositionalEncoding(nn.Module):
-    """Adds the sinusoidal table to token embeddings: x (batch, n, d_model) -> x + PE[offset : offset + n].
+    """Adds the sinusoidal table to token embeddings: x (batch, n, d_model) -> x + PE[:n].
 
     The table is a buffer, not a parameter: it moves with .to(device) but is never trained (and, being
-    recomputable, is not saved in the state_dict). `offset` is the position of the first token, for
-    decoding one token at a time with a cache (lecture 10).
+    recomputable, is not saved in the state_dict).
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
@@ -72,17 +69,16 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        offset = validate.integer(offset, "offset", minimum=0)
-        n = _check_sequence(x, self.d_model, self.max_len, offset)
-        return self.dropout(x + self.pe[offset : offset + n].to(x.dtype))
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = _check_sequence(x, self.d_model, self.max_len)
+        return self.dropout(x + self.pe[:n].to(x.dtype))
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """One trained vector per position (BERT, GPT-2): x (batch, n, d_model) -> x + P[offset : offset + n].
+    """One trained vector per position (BERT, GPT-2): x (batch, n, d_model) -> x + P[:n].
 
     P is `self.embedding.weight`, of shape (max_len, d_model); positions past max_len simply do not exist.
     Initialised N(0, 0.02²) like BERT and GPT-2, so it starts as a small perturbation of the tokens.
@@ -99,11 +95,9 @@ class LearnedPositionalEmbedding(nn.Module):
     def weight(self) -> torch.Tensor:
         return self.embedding.weight
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        offset = validate.integer(offset, "offset", minimum=0)
-        n = _check_sequence(x, self.d_model, self.max_len, offset)
-        positions = torch.arange(offset, offset + n, device=x.device)
-        return x + self.embedding(positions)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = _check_sequence(x, self.d_model, self.max_len)
+        return x + self.embedding(torch.arange(n, device=x.device))
 
 
 # ---------------------------------------------------------------- relative positions
@@ -204,6 +198,17 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     return x * cos + rotate_half(x) * sin
 
 
+def rotary_tables(d_head: int, max_len: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the angles m · θ_j for positions m = 0..max_len-1, each (max_len, d_head).
+
+    transformers' float32 computation (LlamaRotaryEmbedding), so the tables match it bit for bit.
+    """
+    inv_freq = 1.0 / (base ** (torch.arange(0, d_head, 2, dtype=torch.float32) / d_head))  # θ_j
+    angles = torch.arange(max_len).float()[:, None] * inv_freq  # (max_len, d_head / 2): m · θ_j
+    angles = torch.cat((angles, angles), dim=-1)  # dimensions j and j + d_head/2 share θ_j
+    return angles.cos(), angles.sin()
+
+
 class RotaryEmbedding(nn.Module):
     """RoPE: position m turns pair j of a query or key vector by the angle m · θ_j, θ_j = base^(-2j / d_head).
 
@@ -228,13 +233,9 @@ class RotaryEmbedding(nn.Module):
         if not base > 1:
             raise ValueError(f"base must be > 1, got {base}")
         self.base = float(base)
-        # Exactly transformers' float32 computation (LlamaRotaryEmbedding), so the tables match bit for bit.
-        inv_freq = 1.0 / (self.base ** (torch.arange(0, d_head, 2, dtype=torch.float32) / d_head))  # θ_j
-        angles = torch.arange(max_len).float()[:, None] * inv_freq  # (max_len, d_head / 2): m · θ_j
-        angles = torch.cat((angles, angles), dim=-1)  # dimensions j and j + d_head/2 share θ_j
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
-        self.register_buffer("cos_cached", angles.cos(), persistent=False)
-        self.register_buffer("sin_cached", angles.sin(), persistent=False)
+        cos, sin = rotary_tables(d_head, max_len, self.base)
+        self.register_buffer("cos_cached", cos, persistent=False)
+        self.register_buffer("sin_cached", sin, persistent=False)
 
     def cos_sin(self, n: int, positions=None) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin of the angles for n positions: each (n, d_head), or (batch, n, d_head) for batched positions."""

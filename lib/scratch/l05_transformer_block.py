@@ -1,11 +1,9 @@
 """The transformer block: attention and a feed-forward network, each wrapped in Add & Norm (lecture 5).
 
-    LayerNorm          y = (x - mean) / sqrt(var + eps) · gamma + beta, per position over the d_model features
-    RMSNorm            y = x / sqrt(mean(x²) + eps) · gamma: LayerNorm without centring and without beta (Llama)
-    FeedForward        Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model), the same at every position
-    SwiGLUFeedForward  down(silu(gate(x)) · up(x)): a gated feed-forward network (Llama)
-    EncoderBlock       self-attention, Add & Norm, feed-forward, Add & Norm; with a causal mask also the
-                       block of decoder-only models (GPT-2, and Llama with norm="rmsnorm", ffn="swiglu")
+    LayerNorm      y = (x - mean) / sqrt(var + eps) · gamma + beta, per position over the d_model features
+    FeedForward    Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model), the same at every position
+    EncoderBlock   self-attention, Add & Norm, feed-forward, Add & Norm; with a causal mask also the block of
+                   decoder-only models (GPT-2, lecture 6)
     DecoderBlock   masked self-attention, Add & Norm, cross-attention to the encoder, Add & Norm, FFN, Add & Norm
 
 The residual stream: every sub-layer reads x and *adds* its result, x = x + f(x), so gradients reach
@@ -27,22 +25,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from scratch import validate
-from scratch.l02_positions import RotaryEmbedding
 from scratch.l04_multi_head_attention import MultiHeadAttention
 
 # name -> function; "gelu" is the exact x · Φ(x) (BERT), "gelu_tanh" its tanh approximation (GPT-2's gelu_new).
-# SiLU (x · sigmoid(x), also called swish) is not listed: it lives inside SwiGLUFeedForward, its only user.
 ACTIVATIONS = {
     "relu": F.relu,
     "gelu": F.gelu,
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
 }
-
-
-def _check_norm_args(d_model: int, eps: float) -> int:
-    if not validate.real(eps, "eps") > 0:
-        raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
-    return validate.integer(d_model, "d_model")
 
 
 class LayerNorm(nn.Module):
@@ -56,7 +46,9 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        self.d_model = _check_norm_args(d_model, eps)
+        self.d_model = validate.integer(d_model, "d_model")
+        if not validate.real(eps, "eps") > 0:
+            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))  # gamma: starts as "keep the normalised value"
         self.bias = nn.Parameter(torch.zeros(d_model))  # beta
@@ -67,33 +59,6 @@ class LayerNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"
-
-
-class RMSNorm(nn.Module):
-    """y = x / sqrt(mean(x²) + eps) · gamma, over the last dimension of x (..., d_model) (Llama, T5).
-
-    LayerNorm without subtracting the mean and without beta: only the scale (root mean square) of each
-    position is normalised, which is cheaper and works as well. gamma is called `weight` like
-    transformers' LlamaRMSNorm, so state dicts copy over. Like Llama, half-precision inputs are
-    normalised in float32 and cast back before the gain (float32 and float64 stay as they are).
-    """
-
-    def __init__(self, d_model: int, eps: float = 1e-6):
-        super().__init__()
-        self.d_model = _check_norm_args(d_model, eps)
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))  # gamma
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x32 = x.to(torch.promote_types(x.dtype, torch.float32))  # float16/bfloat16 -> float32
-        mean_square = x32.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
-        return self.weight * (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype)
-
-    def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, eps={self.eps}"
-
-
-NORMS = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
 
 class FeedForward(nn.Module):
@@ -121,41 +86,6 @@ class FeedForward(nn.Module):
         return f"activation={self.activation_name!r}"
 
 
-class SwiGLUFeedForward(nn.Module):
-    """FFN(x) = down(silu(gate(x)) · up(x)), position-wise like FeedForward (Shazeer 2020; Llama's LlamaMLP).
-
-    Two expansions to d_ff: `gate` goes through SiLU (x · sigmoid(x)) and then multiplies `up` element by
-    element, so the network decides per hidden unit how much of up(x) passes; `down` contracts to d_model.
-    Three matrices instead of two, so models using it pick d_ff ≈ 8/3 · d_model to keep the size of a
-    4 · d_model MLP. Names: gate, up, down = transformers' gate_proj, up_proj, down_proj (W, V, W_2 in
-    the paper; w1, w3, w2 in Meta's Llama code). No biases by default, as in Llama.
-    """
-
-    def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0):
-        super().__init__()
-        self.d_model = validate.integer(d_model, "d_model")
-        self.d_ff = validate.integer(d_ff, "d_ff")
-        self.gate = nn.Linear(d_model, d_ff, bias=bias)  # (d_model -> d_ff), through SiLU: how much passes
-        self.up = nn.Linear(d_model, d_ff, bias=bias)  # (d_model -> d_ff), what passes
-        self.dropout = nn.Dropout(validate.dropout(dropout))
-        self.down = nn.Linear(d_ff, d_model, bias=bias)  # (d_ff -> d_model), contract
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x: (..., d_model) -> (..., d_model)."""
-        hidden = F.silu(self.gate(x)) * self.up(x)  # (..., d_ff)
-        return self.down(self.dropout(hidden))
-
-    def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, d_ff={self.d_ff}"
-
-
-def make_ffn(ffn: str, d_model: int, d_ff: int, activation: str, dropout: float, bias: bool) -> nn.Module:
-    """FeedForward ("mlp", with `activation`) or SwiGLUFeedForward ("swiglu": SiLU-gated, `activation` unused)."""
-    if validate.choice(ffn, "ffn", ("mlp", "swiglu")) == "swiglu":
-        return SwiGLUFeedForward(d_model, d_ff, bias, dropout)
-    return FeedForward(d_model, d_ff, activation, dropout, bias)
-
-
 class EncoderBlock(nn.Module):
     """Self-attention, Add & Norm, feed-forward, Add & Norm.
 
@@ -163,11 +93,6 @@ class EncoderBlock(nn.Module):
     positions may look ahead, only the mask does.
     Dropout is applied where torch.nn.TransformerEncoderLayer applies it: to the attention weights, to
     each sub-layer's output before the residual addition, and inside the FFN after the activation.
-
-    The keyword-only options are lecture 8's Llama parts (defaults = the original block): norm "layernorm" |
-    "rmsnorm", ffn "mlp" | "swiglu" (activation only applies to "mlp"), and the attention's n_kv_heads
-    (grouped-query) and rotary (RoPE, see MultiHeadAttention). A pre-norm block with norm="rmsnorm",
-    ffn="swiglu", bias=False, n_kv_heads and rotary is transformers' LlamaDecoderLayer.
     """
 
     def __init__(
@@ -180,42 +105,31 @@ class EncoderBlock(nn.Module):
         norm_first: bool = False,
         eps: float = 1e-5,
         bias: bool = True,
-        *,
-        norm: str = "layernorm",
-        ffn: str = "mlp",
-        n_kv_heads: int | None = None,
-        rotary: RotaryEmbedding | None = None,
     ):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, h, bias, dropout, n_kv_heads, rotary)
-        self.ffn = make_ffn(ffn, d_model, d_ff, activation, dropout, bias)
-        norm_class = NORMS[validate.choice(norm, "norm", NORMS)]
-        self.norm1 = norm_class(d_model, eps)
-        self.norm2 = norm_class(d_model, eps)
+        self.self_attn = MultiHeadAttention(d_model, h, bias, dropout)
+        self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias)
+        self.norm1 = LayerNorm(d_model, eps)
+        self.norm2 = LayerNorm(d_model, eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, positions=None, kv_cache=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (batch, n, d_model) -> (batch, n, d_model); forward_with_weights adds the attention weights."""
-        return self.forward_with_weights(x, mask, positions, kv_cache)[0]
+        return self.forward_with_weights(x, mask)[0]
 
-    def forward_with_weights(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, positions=None, kv_cache=None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward_with_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
         """x: (batch, n, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, n, n)
         (causal_mask(n) for GPT, padding_mask(ids, pad_id) for BERT).
-        positions: the tokens' positions for a rotary attention (None = 0..n-1, or an int offset).
-        kv_cache: a KVCache (scratch.l04_multi_head_attention) for the self-attention (generation, lecture 10): x
-        holds only the n new positions, the keys are past + n and mask is (n, past + n); the cache grows by n.
-        Returns x (batch, n, d_model) and the attention weights (batch, h, n, m) (m = n, or past + n with a cache).
+        Returns x (batch, n, d_model) and the attention weights (batch, h, n, n).
         """
         if self.norm_first:  # pre-LN: x = x + f(norm(x))
-            attn, weights = self.self_attn.forward_with_weights(self.norm1(x), None, None, mask, positions, kv_cache)
+            attn, weights = self.self_attn.forward_with_weights(self.norm1(x), mask=mask)
             x = x + self.dropout1(attn)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:  # post-LN: x = norm(x + f(x))
-            attn, weights = self.self_attn.forward_with_weights(x, None, None, mask, positions, kv_cache)
+            attn, weights = self.self_attn.forward_with_weights(x, mask=mask)
             x = self.norm1(x + self.dropout1(attn))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x, weights

@@ -1,5 +1,6 @@
 """The whole encoder-decoder transformer of "Attention Is All You Need", from lecture 5's blocks (lecture 6).
 
+    TransformerConfig   the architecture in one place (the arguments of Transformer), checked once
     Transformer     src -> encoder stack -> memory; tgt + memory -> decoder stack -> logits. Sinusoidal positions,
                     embeddings scaled by sqrt(d_model), the output layer tied to the target embedding.
     greedy_decode   translate: encode once, then the most probable next token until every row has emitted EOS
@@ -12,6 +13,7 @@ Shapes: batch, S source positions, T target positions, d_model, h heads, d_ff, N
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -20,8 +22,35 @@ from torch import nn
 from scratch import validate
 from scratch.l02_positions import SinusoidalPositionalEncoding
 from scratch.l03_attention import causal_mask, padding_mask
-from scratch.l05_transformer_block import DecoderBlock, EncoderBlock, LayerNorm
+from scratch.l05_transformer_block import ACTIVATIONS, DecoderBlock, EncoderBlock, LayerNorm
 from scratch.l06_training import eval_mode
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+    """An encoder-decoder architecture, all of it in one place. The defaults are the paper's base model."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 512
+    h: int = 8
+    N: int = 6  # blocks in each stack
+    d_ff: int = 2048
+    dropout: float = 0.1
+    max_len: int = 512
+    norm_first: bool = False  # post-LN, as in the paper
+    activation: str = "relu"
+    tie_embeddings: bool = True
+    pad_id: int = 0
+
+    def __post_init__(self):
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "h", "N", "d_ff", "max_len"):
+            validate.integer(getattr(self, name), name)
+        validate.token_id(self.pad_id, min(self.src_vocab_size, self.tgt_vocab_size), "pad_id")
+        validate.dropout(self.dropout)
+        validate.choice(self.activation, "activation", ACTIVATIONS)
+        if self.d_model % self.h:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by the number of heads h ({self.h})")
 
 
 class Transformer(nn.Module):
@@ -38,7 +67,8 @@ class Transformer(nn.Module):
     targets padded on the right, as here, the causal mask alone would already hide them from real tokens).
     Embeddings are N(0, 1/d_model) and multiplied by sqrt(d_model), so each component of the scaled
     embedding has unit variance, comparable to the positional encoding's; with tie_embeddings the output
-    layer reuses the target embedding matrix E: logits = x E^T.
+    layer reuses the target embedding matrix E: logits = x E^T. The arguments are checked as a TransformerConfig,
+    kept in `config`; Transformer.from_config(config) builds the model a config describes.
     """
 
     def __init__(
@@ -57,12 +87,12 @@ class Transformer(nn.Module):
         pad_id: int = 0,
     ):
         super().__init__()
-        self.src_vocab_size = validate.integer(src_vocab_size, "src_vocab_size")
-        self.tgt_vocab_size = validate.integer(tgt_vocab_size, "tgt_vocab_size")
-        self.d_model = validate.integer(d_model, "d_model")
-        self.max_len = validate.integer(max_len, "max_len")
-        self.pad_id = validate.token_id(pad_id, min(src_vocab_size, tgt_vocab_size), "pad_id")
-        validate.integer(N, "N")
+        self.config = TransformerConfig(
+            src_vocab_size, tgt_vocab_size, d_model, h, N, d_ff, dropout, max_len, norm_first, activation,
+            tie_embeddings, pad_id,
+        )  # fmt: skip
+        self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
+        self.d_model, self.max_len, self.pad_id = d_model, max_len, pad_id
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
         self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)  # adds PE, then dropout
@@ -80,6 +110,10 @@ class Transformer(nn.Module):
             nn.init.normal_(embedding.weight, std=d_model**-0.5)
         if tie_embeddings:
             self.lm_head.weight = self.tgt_embed.weight  # one (V, d_model) matrix E: in as E[id], out as x E^T
+
+    @classmethod
+    def from_config(cls, config: TransformerConfig) -> Transformer:
+        return cls(**dataclasses.asdict(config))
 
     def _embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
         return self.pos(embedding(ids) * math.sqrt(self.d_model))  # (batch, L, d_model)

@@ -6,13 +6,43 @@ MiniLM's pretrained weights load into it with course.pretrained.from_hf_bert.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from torch import nn
 
 from scratch import validate
 from scratch.l02_positions import LearnedPositionalEmbedding
 from scratch.l03_attention import padding_mask
-from scratch.l05_transformer_block import EncoderBlock, LayerNorm
+from scratch.l05_transformer_block import ACTIVATIONS, EncoderBlock, LayerNorm
+
+
+@dataclasses.dataclass(frozen=True)
+class BERTConfig:
+    """A BERT architecture, all of it in one place: the fields of transformers' BertConfig, in the course's names."""
+
+    vocab_size: int
+    d_model: int
+    h: int
+    N: int
+    d_ff: int
+    max_len: int = 512
+    type_vocab_size: int = 2
+    dropout: float = 0.1
+    activation: str = "gelu"
+    eps: float = 1e-12
+    pad_id: int = 0
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "h", "N", "d_ff", "max_len", "type_vocab_size"):
+            validate.integer(getattr(self, name), name)
+        validate.token_id(self.pad_id, self.vocab_size, "pad_id")
+        validate.dropout(self.dropout)
+        validate.choice(self.activation, "activation", ACTIVATIONS)
+        if not validate.real(self.eps, "eps") > 0:
+            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {self.eps}")
+        if self.d_model % self.h:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by the number of heads h ({self.h})")
 
 
 class BERT(nn.Module):
@@ -20,7 +50,9 @@ class BERT(nn.Module):
 
     Input = word embedding + position embedding + token-type (segment) embedding, then LayerNorm and
     dropout, then N post-LN EncoderBlocks. There is no causal mask, only padding is hidden.
-    The arguments are transformers' BertConfig's. Initialised like BERT: N(0, 0.02²) matrices, zero biases.
+    The arguments are transformers' BertConfig's, checked as a BERTConfig and kept in `config`
+    (BERT.from_config(config) builds the model a config describes). Initialised like BERT: N(0, 0.02²) matrices,
+    zero biases.
     """
 
     def __init__(
@@ -38,24 +70,27 @@ class BERT(nn.Module):
         pad_id: int = 0,
     ):
         super().__init__()
-        self.vocab_size = validate.integer(vocab_size, "vocab_size")
-        self.max_len = validate.integer(max_len, "max_len")
-        self.type_vocab_size = validate.integer(type_vocab_size, "type_vocab_size")
-        self.pad_id = validate.token_id(pad_id, vocab_size, "pad_id")
+        self.config = BERTConfig(
+            vocab_size, d_model, h, N, d_ff, max_len, type_vocab_size, dropout, activation, eps, pad_id
+        )  # fmt: skip
+        self.vocab_size, self.max_len, self.type_vocab_size, self.pad_id = vocab_size, max_len, type_vocab_size, pad_id
         self.tok_embed = nn.Embedding(vocab_size, d_model)
         self.pos_embed = LearnedPositionalEmbedding(max_len, d_model)
         self.type_embed = nn.Embedding(type_vocab_size, d_model)
         self.norm = LayerNorm(d_model, eps)
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(d_model, h, d_ff, dropout, activation, norm_first=False, eps=eps)
-            for _ in range(validate.integer(N, "N"))
+            EncoderBlock(d_model, h, d_ff, dropout, activation, norm_first=False, eps=eps) for _ in range(N)
         )
         for name, p in self.named_parameters():
             if p.dim() > 1:
                 nn.init.normal_(p, std=0.02)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
+
+    @classmethod
+    def from_config(cls, config: BERTConfig) -> BERT:
+        return cls(**dataclasses.asdict(config))
 
     def hidden_states(
         self,

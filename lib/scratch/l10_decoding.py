@@ -12,10 +12,11 @@ distribution over the vocabulary of V tokens. A decoding policy picks the next t
     process_logits(z, temperature, top_k, top_p)    the three in transformers' order
 
     generate(model, input_ids, max_new_tokens, strategy="greedy" | "sample" | "beam", ...)
+    KVCache, new_kv_cache(model)   the keys and values a Llama's layers have computed so far, kept between steps
 
 Every transform maps logits (..., V) to logits (..., V), filtered entries set to -inf (probability 0), so they
-compose: top_p_filter(top_k_filter(apply_temperature(z, 0.7), 50), 0.9). generate works with a scratch GPT (it
-returns a logits tensor and makes its KV cache with new_kv_cache()), with a transformers causal LM (it returns an
+compose: top_p_filter(top_k_filter(apply_temperature(z, 0.7), 50), 0.9). generate works with the course's GPT
+(lecture 6, no cache) and Llama (lecture 8, with a KVCache per layer), with a transformers causal LM (it returns an
 output with .logits; generation uses its past_key_values), and with any callable ids -> logits (use_cache=False).
 
 How varied a generated text is (distinct_n, repetition) is measured by course.metrics.
@@ -33,7 +34,9 @@ import torch
 from torch.nn import functional as F
 
 from scratch import validate
+from scratch.l06_gpt import GPT
 from scratch.l06_training import eval_mode
+from scratch.l08_llama import Llama
 
 STRATEGIES = ("greedy", "sample", "beam")
 
@@ -120,26 +123,73 @@ def process_logits(
     return logits
 
 
+# ---------------------------------------------------------------- the KV cache
+
+
+class KVCache:
+    """The keys and values one self-attention layer has computed so far: k (batch, n_kv_heads, M, d_k), v (batch,
+    n_kv_heads, M, d_v), M = the number of positions seen.
+
+    A decoder generates one token at a time, and in a causal model the keys and values of past positions never
+    change (a position only attends to earlier ones). So instead of recomputing them at every step, each layer
+    keeps them here and computes only the new token's: `append` concatenates along M and returns everything
+    for the attention. The keys are stored after RoPE (each is rotated once, by its own position) and, with
+    grouped-query attention, only the n_kv_heads heads: the cache is h / n_kv_heads times smaller than with
+    ordinary multi-head attention. Beam search reorders the rows when it reorders its beams: `reorder(index)`.
+    """
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        """M: the number of cached positions (0 when empty)."""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the keys and values of n new positions, (batch, n_kv_heads, n, d); return all M + n of them."""
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep the rows `index` (batch',) of the batch, in that order (beam search picks its beams' parents)."""
+        if self.k is not None:
+            self.k = self.k.index_select(0, index)
+            self.v = self.v.index_select(0, index)
+
+    def __repr__(self) -> str:
+        return f"KVCache(positions={len(self)}, k shape={None if self.k is None else tuple(self.k.shape)})"
+
+
+def new_kv_cache(model: Llama) -> list[KVCache]:
+    """An empty cache for a Llama's forward(ids, kv_cache=...): one KVCache per block."""
+    if not isinstance(model, Llama):
+        raise TypeError(f"model must be a scratch Llama (lecture 8), got {type(model).__name__}")
+    return [KVCache() for _ in model.blocks]
+
+
 # ---------------------------------------------------------------- the model, step by step
 
 
 class _Decoder:
     """The model behind one interface: the whole sequence so far (batch, L) -> logits of the next token (batch, V).
 
-    What the model can do decides how it is called: a model with new_kv_cache() (a scratch GPT) returns a logits
-    tensor and takes kv_cache=model.new_kv_cache(); a transformers model returns an output with .logits and takes
-    past_key_values (its own cache object); any other callable ids -> logits (a tensor or an output with .logits)
-    is run on the whole sequence every step. With a cache, only the tokens it has not seen go through the model.
-    A model with new_kv_cache sees at most its last max_len tokens: once the text is longer the window slides, and
-    as a cache cannot slide, the window is recomputed at every step from then on.
+    What the model can do decides how it is called: a scratch Llama returns a logits tensor and takes
+    kv_cache=new_kv_cache(model); a scratch GPT (no cache) sees the whole sequence at every step; a transformers
+    model returns an output with .logits and takes past_key_values (its own cache object); any other callable
+    ids -> logits (a tensor or an output with .logits) is run on the whole sequence every step. With a cache, only
+    the tokens it has not seen go through the model. A scratch model sees at most its last max_len tokens: once the
+    text is longer the window slides, and as a cache cannot slide, the window is recomputed at every step from then on.
     """
 
     def __init__(self, model, use_cache: bool):
         transformers = sys.modules.get("transformers")  # no import: a model of it implies it is loaded
         self.max_len = None
-        if hasattr(model, "new_kv_cache"):
+        if isinstance(model, (GPT, Llama)):
             self.kind = "scratch"
             self.max_len = model.max_len
+            use_cache = use_cache and isinstance(model, Llama)
         elif transformers is not None and isinstance(model, transformers.PreTrainedModel):
             self.kind = "transformers"
         elif callable(model):
@@ -151,8 +201,7 @@ class _Decoder:
                 )
         else:
             raise TypeError(
-                f"model must be a scratch GPT (a model with new_kv_cache), a transformers model or a callable "
-                f"ids -> logits, "
+                f"model must be a scratch GPT or Llama, a transformers model or a callable ids -> logits, "
                 f"got {type(model).__name__}"
             )
         self.model = model
@@ -166,9 +215,11 @@ class _Decoder:
             self.use_cache = False
         new = ids[:, self.seen :] if self.use_cache else ids
         if self.kind == "scratch":  # logits for the last position only
-            if self.use_cache and self.cache is None:
-                self.cache = self.model.new_kv_cache()
-            out = self.model(new, kv_cache=self.cache if self.use_cache else None, last_only=True)
+            if not self.use_cache:
+                out = self.model(new, last_only=True)
+            else:
+                self.cache = new_kv_cache(self.model) if self.cache is None else self.cache
+                out = self.model(new, kv_cache=self.cache, last_only=True)
         elif self.use_cache:
             out = self.model(input_ids=new, past_key_values=self.cache, use_cache=True)
             self.cache = out.past_key_values
@@ -229,7 +280,8 @@ def generate(
     eos_id: a row that emits it is finished; its later positions get pad_id (default eos_id), and generation
     stops early once every row has finished.
     use_cache: keep the keys and values of past positions (the KV cache), so every step runs only the new token
-    through the model; False recomputes the whole sequence at every step (same tokens, slower).
+    through the model; False recomputes the whole sequence at every step (same tokens, slower). Lecture 6's GPT
+    has no cache: it always recomputes.
     Runs without gradients and in eval mode (dropout off), restoring the model's previous mode after.
     """
     vocab_size = getattr(model, "vocab_size", None) or getattr(getattr(model, "config", None), "vocab_size", None)

@@ -43,7 +43,7 @@ def rms_norm(x, gamma, eps=1e-6):
 """
         + _LN_FROM_RMS,
         "borrowed: scratch's RMSNorm": """
-from scratch.l05_transformer_block import RMSNorm
+from scratch.l08_llama import RMSNorm
 
 def rms_norm(x, gamma, eps=1e-6):
     norm = RMSNorm(x.shape[-1], eps).to(x.dtype)
@@ -93,7 +93,7 @@ def swiglu_ffn(x, W_gate, W_up, W_down):
 """
         + _HIDDEN,
         "borrowed: scratch's SwiGLUFeedForward": """
-from scratch.l05_transformer_block import SwiGLUFeedForward
+from scratch.l08_llama import SwiGLUFeedForward
 
 def swiglu_ffn(x, W_gate, W_up, W_down):
     ffn = SwiGLUFeedForward(W_gate.shape[0], W_gate.shape[1]).to(x.dtype)
@@ -289,7 +289,7 @@ def decoder_block_step(block, x_t, memory, cache):
     return block(cache["inputs"], memory, self_mask=causal_mask(n))[:, -1:]
 """,
         "borrowed: the attention's own KVCache": """
-from scratch.l04_multi_head_attention import KVCache
+from scratch.l10_decoding import KVCache
 
 def decoder_block_step(block, x_t, memory, cache):
     kv = cache.setdefault("kv", KVCache())

@@ -320,7 +320,7 @@ def decoder_layer_by_hand(layer, x, config):
             "    mlp = layer.mlp\n    z = rms_norm(a, layer.post_attention_layernorm.weight)\n"
             "    gate = z @ mlp.gate_proj.weight.T\n"
             "    return a + (gate * torch.sigmoid(gate) * (z @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T",
-            "    from scratch.l05_transformer_block import RMSNorm, SwiGLUFeedForward\n"
+            "    from scratch.l08_llama import RMSNorm, SwiGLUFeedForward\n"
             "    norm = RMSNorm(d_model, eps)\n"
             "    norm.weight.data.copy_(layer.post_attention_layernorm.weight)\n"
             "    ffn = SwiGLUFeedForward(d_model, config.intermediate_size)\n"

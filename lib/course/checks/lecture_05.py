@@ -23,7 +23,8 @@ from course.checks.support import (
     values,
 )
 from scratch.l03_attention import causal_mask
-from scratch.l05_transformer_block import DecoderBlock, EncoderBlock, RMSNorm, SwiGLUFeedForward
+from scratch.l05_transformer_block import DecoderBlock, EncoderBlock
+from scratch.l08_llama import RMSNorm, SwiGLUFeedForward
 
 __builtins__ = BUILTINS  # the built-ins as they were when the set-up cell imported this module
 
@@ -31,7 +32,7 @@ forbid, randomised = tools.forbid, tools.randomised
 _deepcopy, _signature, _Random = copy.deepcopy, inspect.signature, random.Random
 _ModuleList, _no_grad, _one_hot = nn.ModuleList, torch.no_grad, F.one_hot
 NORM_SHORTCUTS = (
-    "scratch.l05_transformer_block.RMSNorm.forward",
+    "scratch.l08_llama.RMSNorm.forward",
     "scratch.l05_transformer_block.LayerNorm.forward",
     "torch.nn.functional.rms_norm",
     "torch.rms_norm",
@@ -134,7 +135,7 @@ def swiglu_ffn(student_swiglu_ffn, student_swiglu_hidden_size):
 
     def attempt(what, function, *args):
         with forbid(
-            "scratch.l05_transformer_block.SwiGLUFeedForward.forward",
+            "scratch.l08_llama.SwiGLUFeedForward.forward",
             hint="write the gated FFN with three matrix products",
         ):
             return call(function, *args, what=what)
@@ -382,7 +383,7 @@ def decoder_block_step(student_step):
         with (
             _no_grad(),
             forbid(
-                "scratch.l04_multi_head_attention.KVCache.append",
+                "scratch.l10_decoding.KVCache.append",
                 "scratch.l05_transformer_block.DecoderBlock.forward",
                 "torch.Tensor.numpy",
                 "torch.Tensor.tolist",

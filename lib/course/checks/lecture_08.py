@@ -398,8 +398,17 @@ LAYER_SHORTCUTS = [
             "eager_attention_forward",
         )
     ),
-    "scratch.l05_transformer_block.RMSNorm.forward",
-    "scratch.l05_transformer_block.SwiGLUFeedForward.forward",
+    *(
+        f"scratch.l08_llama.{name}"
+        for name in (
+            "RMSNorm.forward",
+            "SwiGLUFeedForward.forward",
+            "LlamaAttention.forward",
+            "LlamaBlock.forward",
+            "rotate_half",
+            "apply_rotary",
+        )
+    ),
     "scratch.l04_multi_head_attention.MultiHeadAttention.forward",
     "scratch.l03_attention.scaled_dot_product_attention",
     "scratch.l02_positions.RotaryEmbedding.rotate",
