@@ -26,7 +26,9 @@ def _definitions(source: str) -> dict[int, ast.AST]:
 
 
 def _text(source: str, node: ast.AST) -> str:
-    return textwrap.dedent(ast.get_source_segment(source, node, padded=True))
+    """The whole lines of a def or class, decorators and a comment on its last line included, dedented."""
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return textwrap.dedent("\n".join(source.splitlines()[first - 1 : node.end_lineno]))
 
 
 def original(dotted: str) -> str:
@@ -89,6 +91,7 @@ LLAMA = (LIB / "scratch" / "l08_llama.py").read_text(encoding="utf-8")
     "edit, message",
     [
         (("x1, x2 = x.chunk(2, dim=-1)", "x1, x2 = x.chunk(2, dim=1)"), "rotate_half is no longer a copy"),
+        (("return x * cos + rotate_half(x) * sin", "return x * cos + rotate_half(x) * sin  # !"), "apply_rotary is no"),
         (('"down.weight"))', '"w_o.weight"))'), "_init_weights is no longer a copy"),
         (("l06_gpt.GPT._init_weights", "l06_gpt.GPT._init_weight"), "no _init_weight in l06_gpt.py"),
         (("l02_positions.rotate_half", "l02_missing.rotate_half"), "no module for"),

@@ -21,7 +21,7 @@ class MultiHeadAttention(nn.Module):
     Each head j attends with its own slice of W^Q, W^K, W^V (d_k = d_v = d_model / h columns each); one
     big d_model × d_model projection holds all h slices side by side, so a reshape splits it into heads.
 
-    n_kv_heads   grouped-query attention (GQA, lecture 4's exercise; Llama, lecture 8): only n_kv_heads key/value
+    n_kv_heads   grouped-query attention (GQA, lecture 4's exercise; SmolLM2 uses it): only n_kv_heads key/value
                  heads, so W^K and W^V have n_kv_heads · d_k outputs, and K/V head j serves the g = h / n_kv_heads
                  consecutive query heads j·g .. j·g + g - 1 (n_kv_heads = h is ordinary multi-head attention).
     """

@@ -5,7 +5,7 @@
                   LM head tied to the token embedding
 
 forward returns the logits; attention_weights(...) returns the attention weights of the same call. Lecture 8's
-Llama (scratch.l08_llama) is this model with five parts changed; generation is scratch.l10_decoding.
+Llama (scratch.l08_llama) is this model with four parts changed; generation is scratch.l10_decoding.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@
     LlamaBlock          pre-norm: x + attention(RMSNorm(x)), then x + SwiGLU(RMSNorm(x))
     Llama               token embedding -> N LlamaBlocks with a causal mask -> RMSNorm -> LM head
 
-Llama is lecture 6's GPT with five parts changed: RMSNorm for LayerNorm, SwiGLU for the GELU MLP, rotary
-positions inside attention for learned ones added to the input, n_kv_heads < h key/value heads, no biases.
+Llama is lecture 6's GPT with four parts changed, and no biases: RMSNorm for LayerNorm, SwiGLU for the GELU MLP,
+rotary positions inside attention for learned ones added to the input, n_kv_heads < h key/value heads.
 A piece that is the same as an earlier module's is copied under a "# Copied from" line, which
 tests/test_copies.py keeps true. Names follow lecture 6's GPT (course.pretrained.from_hf_llama maps transformers'
 names to them). forward takes a KV cache for generation (lecture 10: scratch.l10_decoding.new_kv_cache).
@@ -157,9 +157,10 @@ class LlamaAttention(nn.Module):
 
     def forward(self, x, cos, sin, mask=None, kv_cache=None) -> tuple[torch.Tensor, torch.Tensor]:
         """x: (batch, n, d_model); cos, sin: (n, d_k), the angles of the n positions; mask: boolean, True = may
-        attend, broadcastable to (batch, h, n, m).
-        kv_cache (lecture 10): the n queries attend to the cache's `past` positions and to themselves, m = past + n
-        keys (the mask then is (n, past + n)); the n new keys and values, turned, are appended to the cache.
+        attend, broadcastable to (batch, h, n, m). The steps of MultiHeadAttention (lecture 4), plus RoPE and the cache.
+        kv_cache (a scratch.l10_decoding.KVCache, lecture 10): the n queries attend to the cache's `past` positions
+        and to themselves, m = past + n keys (the mask then is (n, past + n)); the n new keys and values, turned,
+        are appended to the cache.
         Returns output (batch, n, d_model) and weights (batch, h, n, m).
         """
         batch, n, _ = x.shape
@@ -243,9 +244,9 @@ class Llama(nn.Module):
     def forward(self, ids: torch.Tensor, kv_cache: list | None = None, last_only: bool = False) -> torch.Tensor:
         """ids: (batch, T) -> logits (batch, T, V); position t scores the token at t + 1.
         last_only: logits (batch, 1, V) of the last position only, all generation needs.
-        kv_cache (one per block): ids are the T tokens that follow the `past` positions already in the cache, at
-        positions past..past+T-1; every layer appends their keys and values to its cache. The logits equal those
-        of the full sequence's last T positions.
+        kv_cache (one scratch.l10_decoding.KVCache per block): ids are the T tokens that follow the `past` positions
+        already in the cache, at positions past..past+T-1; every layer appends their keys and values to its cache.
+        The logits equal those of the full sequence's last T positions.
         """
         return self._forward(ids, kv_cache, last_only)[0]
 
@@ -257,7 +258,8 @@ class Llama(nn.Module):
         validate.token_ids(ids, self.vocab_size, self.max_len)
         if kv_cache is not None and len(kv_cache) != len(self.blocks):
             raise TypeError(f"kv_cache must be a list of {len(self.blocks)} caches, one per block (new_kv_cache)")
-        past, t = (0 if kv_cache is None else len(kv_cache[0])), ids.shape[1]
+        past = 0 if kv_cache is None else len(kv_cache[0])  # positions already in the cache
+        t = ids.shape[1]
         if past + t > self.max_len:
             raise ValueError(
                 f"too long: {past} cached positions + {t} new tokens exceed the model's max_len = {self.max_len}"
