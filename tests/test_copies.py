@@ -1,18 +1,23 @@
-"""Copies in the teaching package stay copies, as transformers' utils/check_copies.py keeps its model files.
+"""Copies stay copies, as transformers' utils/check_copies.py keeps its model files.
 
-A module written out in full (scratch.l08_llama, one file per model) repeats some pieces of earlier modules. Each
-repeated def or class sits under a line `# Copied from scratch.module.Name` (optionally `with old->new, ...`): its
-text, docstring and comments included, must be the original's with those replacements.
+- A module written out in full (scratch.l08_llama, one file per model) repeats some pieces of earlier modules. Each
+  repeated def or class sits under a line `# Copied from scratch.module.Name` (optionally `with old->new, ...`): its
+  text, docstring and comments included, must be the original's with those replacements.
+- A class a lecture derives inline and then hands over to the package is the package's class, line for line: the
+  same code once docstrings, comments and type hints are set aside, under the notebook's names (DERIVED).
 """
 
 import ast
+import copy
+import json
 import pathlib
 import re
 import textwrap
 
 import pytest
 
-LIB = pathlib.Path(__file__).resolve().parents[1] / "lib"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LIB = ROOT / "lib"
 MARKER = re.compile(r"^\s*# Copied from (scratch(?:\.\w+)+)(?: with (.+))?$")
 
 
@@ -109,3 +114,86 @@ def test_a_drifted_copy_is_caught(edit, message):
     assert old in LLAMA
     count, errors = copy_errors(LLAMA.replace(old, new, 1), "l08_llama.py")
     assert count >= 6 and any(message in error for error in errors), errors
+
+
+# ---------------------------------------------------------------- classes the lectures derive inline
+
+# notebook -> {the class it derives: the package's class}
+DERIVED = {
+    "05_transformer_block": {
+        "PositionwiseFFN": "scratch.l05_transformer_block.FeedForward",
+        "InlineEncoderBlock": "scratch.l05_transformer_block.EncoderBlock",
+        "InlineDecoderBlock": "scratch.l05_transformer_block.DecoderBlock",
+    },
+}
+
+
+def _code(node: ast.AST, renames: dict[str, str]) -> str:
+    """A class's code: its AST without docstrings and type hints, the notebook's names turned into the package's."""
+    node = copy.deepcopy(node)
+    for n in ast.walk(node):
+        if isinstance(n, ast.FunctionDef | ast.ClassDef):
+            first = n.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                n.body = n.body[1:] or [ast.Pass()]
+            n.name = renames.get(n.name, n.name)
+        if isinstance(n, ast.FunctionDef):
+            n.returns = None
+        if isinstance(n, ast.arg):
+            n.annotation = None
+        if isinstance(n, ast.Name):
+            n.id = renames.get(n.id, n.id)
+    return ast.dump(node)
+
+
+def notebook_classes(source: str) -> dict[str, ast.ClassDef]:
+    """The classes defined in a notebook's code cells (its .ipynb text), by name."""
+    found = {}
+    for cell in json.loads(source)["cells"]:
+        if cell["cell_type"] == "code":
+            code = "\n".join(line for line in "".join(cell["source"]).splitlines() if not line.startswith(("%", "!")))
+            found.update({n.name: n for n in ast.parse(code).body if isinstance(n, ast.ClassDef)})
+    return found
+
+
+def derived_errors(name: str, source: str) -> list[str]:
+    classes, errors = notebook_classes(source), []
+    renames = {inline: dotted.rsplit(".", 1)[1] for inline, dotted in DERIVED[name].items()}
+    for inline, dotted in DERIVED[name].items():
+        module, qualname = dotted.rsplit(".", 1)
+        library = next(
+            n
+            for n in ast.parse(LIB.joinpath(*module.split(".")).with_suffix(".py").read_text(encoding="utf-8")).body
+            if getattr(n, "name", None) == qualname
+        )
+        if inline not in classes:
+            errors.append(f"{name}: no class {inline}")
+        elif _code(classes[inline], renames) != _code(library, renames):
+            errors.append(f"{name}: {inline} is not the code of {dotted}")
+    return errors
+
+
+@pytest.mark.parametrize("name", sorted(DERIVED))
+def test_a_lecture_derives_the_packages_classes(name):
+    errors = derived_errors(name, (ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("x = x + self.dropout1(attn)", "x = x + self.dropout2(attn)"), "InlineEncoderBlock is not the code"),
+        (("hidden = self.dropout(self.activation(", "hidden = (self.activation("), "PositionwiseFFN is not the code"),
+        (("class InlineDecoderBlock(", "class DecoderBlockInline("), "no class InlineDecoderBlock"),
+    ],
+)
+def test_a_lecture_that_drifts_from_the_package_is_caught(edit, message):
+    source = (ROOT / "notebooks" / "05_transformer_block.ipynb").read_text(encoding="utf-8")
+    old, new = (json.dumps(part)[1:-1] for part in edit)
+    assert old in source
+    errors = derived_errors("05_transformer_block", source.replace(old, new, 1))
+    assert any(message in error for error in errors), errors

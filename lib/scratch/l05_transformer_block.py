@@ -64,131 +64,89 @@ class LayerNorm(nn.Module):
 class FeedForward(nn.Module):
     """FFN(x) = activation(x W_1 + b_1) W_2 + b_2, applied to every position separately.
 
-    Expand to d_ff (4 · d_model in the paper), apply the non-linearity, contract back to d_model. The same
-    weights serve every position of a sequence; every layer has its own.
+    Expand to d_ff (4 · d_model in the paper), apply the non-linearity (a name in ACTIVATIONS), contract back to
+    d_model. The same weights serve every position of a sequence; every layer has its own. Lecture 5 derives this
+    class in the same words (tests/test_copies.py compares the two).
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
+    def __init__(self, d_model, d_ff, activation="relu", dropout=0.0, bias=True):
         super().__init__()
-        self.d_model = validate.integer(d_model, "d_model")
-        self.d_ff = validate.integer(d_ff, "d_ff")
-        self.activation_name = validate.choice(activation, "activation", ACTIVATIONS)
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, b_1: expand
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2: contract
         self.activation = ACTIVATIONS[activation]
-        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1: (d_model -> d_ff), expand
-        self.dropout = nn.Dropout(validate.dropout(dropout))
-        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2: (d_ff -> d_model), contract
+        self.dropout = nn.Dropout(dropout)  # on the hidden values, in training only
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (..., d_model) -> (..., d_model)."""
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))  # hidden: (..., d_ff)
-
-    def extra_repr(self) -> str:
-        return f"activation={self.activation_name!r}"
+        hidden = self.dropout(self.activation(self.linear1(x)))  # (..., d_ff)
+        return self.linear2(hidden)
 
 
 class EncoderBlock(nn.Module):
-    """Self-attention, Add & Norm, feed-forward, Add & Norm.
+    """Self-attention, Add & Norm, feed-forward, Add & Norm (post-LN, the paper's), or pre-LN with norm_first.
 
     With a causal mask it is also the block of a decoder-only model (GPT): nothing in it knows whether
-    positions may look ahead, only the mask does.
-    Dropout is applied where torch.nn.TransformerEncoderLayer applies it: to the attention weights, to
-    each sub-layer's output before the residual addition, and inside the FFN after the activation.
+    positions may look ahead, only the mask does. Dropout is applied where torch.nn.TransformerEncoderLayer
+    applies it: to the attention weights, to each sub-layer's output before the residual addition, and inside
+    the FFN after the activation. Lecture 5 derives this class in the same words.
+
+    forward(x, mask) -> x (batch, n, d_model); forward_with_weights(x, mask) adds the attention weights
+    (batch, h, n, n). mask: boolean, True = may attend, broadcastable to (batch, h, n, n) (causal_mask(n) for
+    GPT, padding_mask(ids, pad_id) for BERT).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        h: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        eps: float = 1e-5,
-        bias: bool = True,
-    ):
+    def __init__(self, d_model, h, d_ff, dropout=0.1, activation="relu", norm_first=False, eps=1e-5, bias=True):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, h, bias, dropout)
         self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias)
-        self.norm1 = LayerNorm(d_model, eps)
-        self.norm2 = LayerNorm(d_model, eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
+        self.norm1, self.norm2 = LayerNorm(d_model, eps), LayerNorm(d_model, eps)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x (batch, n, d_model) -> (batch, n, d_model); forward_with_weights adds the attention weights."""
+    def forward(self, x, mask=None):
         return self.forward_with_weights(x, mask)[0]
 
-    def forward_with_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
-        """x: (batch, n, d_model); mask: boolean, True = may attend, broadcastable to (batch, h, n, n)
-        (causal_mask(n) for GPT, padding_mask(ids, pad_id) for BERT).
-        Returns x (batch, n, d_model) and the attention weights (batch, h, n, n).
-        """
-        if self.norm_first:  # pre-LN: x = x + f(norm(x))
+    def forward_with_weights(self, x, mask=None):
+        if self.norm_first:  # pre-LN: x + f(LN(x))
             attn, weights = self.self_attn.forward_with_weights(self.norm1(x), mask=mask)
             x = x + self.dropout1(attn)
-            x = x + self.dropout2(self.ffn(self.norm2(x)))
-        else:  # post-LN: x = norm(x + f(x))
-            attn, weights = self.self_attn.forward_with_weights(x, mask=mask)
-            x = self.norm1(x + self.dropout1(attn))
-            x = self.norm2(x + self.dropout2(self.ffn(x)))
-        return x, weights
-
-    def extra_repr(self) -> str:
-        return f"norm_first={self.norm_first}"
+            return x + self.dropout2(self.ffn(self.norm2(x))), weights
+        attn, weights = self.self_attn.forward_with_weights(x, mask=mask)
+        x = self.norm1(x + self.dropout1(attn))  # self-attention, Add & Norm
+        return self.norm2(x + self.dropout2(self.ffn(x))), weights  # feed-forward, Add & Norm
 
 
 class DecoderBlock(nn.Module):
     """Masked self-attention, Add & Norm, cross-attention, Add & Norm, feed-forward, Add & Norm.
 
     Cross-attention: the queries come from the decoder (x), the keys and values from the encoder's
-    output (memory), so every target position can look at every source position.
+    output (memory, (batch, m, d_model)), so every target position can look at every source position.
+    self_mask: broadcastable to (batch, h, n, n), usually causal_mask(n); memory_mask: broadcastable to
+    (batch, h, n, m), usually padding_mask(src, pad_id). forward_with_weights adds both attentions' weights,
+    (batch, h, n, n) and (batch, h, n, m). Lecture 5 derives this class in the same words.
     """
 
-    def __init__(
-        self, d_model: int, h: int, d_ff: int, dropout=0.1, activation="relu", norm_first=False, eps=1e-5, bias=True
-    ):
+    def __init__(self, d_model, h, d_ff, dropout=0.1, activation="relu", norm_first=False, eps=1e-5, bias=True):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, h, bias=bias, dropout=dropout)
+        self.self_attn = MultiHeadAttention(d_model, h, bias, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, h, bias, dropout)
         self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias)
-        self.norm1 = LayerNorm(d_model, eps)
-        self.norm2 = LayerNorm(d_model, eps)
-        self.norm3 = LayerNorm(d_model, eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model, eps), LayerNorm(d_model, eps), LayerNorm(d_model, eps)
+        self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None) -> torch.Tensor:
-        """x (batch, n, d_model) -> (batch, n, d_model); forward_with_weights adds both attentions' weights."""
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
         return self.forward_with_weights(x, memory, self_mask, memory_mask)[0]
 
-    def forward_with_weights(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x: (batch, n, d_model) the target side; memory: (batch, m, d_model) the encoder's output.
-        self_mask: broadcastable to (batch, h, n, n), usually causal_mask(n) (and target padding);
-        memory_mask: broadcastable to (batch, h, n, m), usually padding_mask(src, pad_id).
-        Returns x (batch, n, d_model), self_weights (batch, h, n, n) and cross_weights (batch, h, n, m).
-        """
-        if self.norm_first:
+    def forward_with_weights(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:  # pre-LN
             attn, self_weights = self.self_attn.forward_with_weights(self.norm1(x), mask=self_mask)
             x = x + self.dropout1(attn)
             attn, cross_weights = self.cross_attn.forward_with_weights(self.norm2(x), memory, mask=memory_mask)
             x = x + self.dropout2(attn)
-            x = x + self.dropout3(self.ffn(self.norm3(x)))
-        else:
-            attn, self_weights = self.self_attn.forward_with_weights(x, mask=self_mask)
-            x = self.norm1(x + self.dropout1(attn))
-            attn, cross_weights = self.cross_attn.forward_with_weights(x, memory, mask=memory_mask)
-            x = self.norm2(x + self.dropout2(attn))
-            x = self.norm3(x + self.dropout3(self.ffn(x)))
-        return x, self_weights, cross_weights
-
-    def extra_repr(self) -> str:
-        return f"norm_first={self.norm_first}"
+            return x + self.dropout3(self.ffn(self.norm3(x))), self_weights, cross_weights
+        attn, self_weights = self.self_attn.forward_with_weights(x, mask=self_mask)
+        x = self.norm1(x + self.dropout1(attn))  # masked self-attention, Add & Norm
+        attn, cross_weights = self.cross_attn.forward_with_weights(x, memory, mask=memory_mask)
+        x = self.norm2(x + self.dropout2(attn))  # cross-attention, Add & Norm
+        return self.norm3(x + self.dropout3(self.ffn(x))), self_weights, cross_weights  # FFN, Add & Norm
