@@ -254,5 +254,3 @@ def test_bad_input_masks_and_mha():
         padding_mask(torch.tensor([[1, 2], [0, 0]]), 0)
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(10, 3)
-    with pytest.raises(ValueError, match="dropout"):
-        MultiHeadAttention(8, 2, dropout=1.0)

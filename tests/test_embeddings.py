@@ -253,9 +253,6 @@ def test_relative_bias_is_learned():
     "max_len, d_model, error, match",
     [
         (10, 7, ValueError, "d_model must be even"),
-        (10, 0, ValueError, "d_model must be at least 1"),
-        (0, 8, ValueError, "max_len must be at least 1"),
-        (10, 8.0, TypeError, "d_model must be an int"),
     ],
 )
 def test_sinusoidal_bad_sizes(max_len, d_model, error, match):
@@ -265,27 +262,9 @@ def test_sinusoidal_bad_sizes(max_len, d_model, error, match):
         SinusoidalPositionalEncoding(d_model, max_len=max_len)
 
 
-@pytest.mark.parametrize(
-    "module",
-    [SinusoidalPositionalEncoding(8, max_len=10), LearnedPositionalEmbedding(10, 8)],
-    ids=["sinusoidal", "learned"],
-)
-def test_absolute_positions_bad_input(module):
-    with pytest.raises(ValueError, match="sequence too long"):
-        module(torch.zeros(1, 11, 8))
-    with pytest.raises(ValueError, match=r"shape \(..., n, d_model = 8\), got \(1, 5, 6\)"):
-        module(torch.zeros(1, 5, 6))
-    with pytest.raises(ValueError, match="shape"):
-        module(torch.zeros(8))
-    with pytest.raises(ValueError, match="must be a tensor"):
-        module([[0.0] * 8])
-
-
 def test_rope_bad_input():
     with pytest.raises(ValueError, match="d_head must be even"):
         RotaryEmbedding(7)
-    with pytest.raises(ValueError, match="d_head must be at least 1"):
-        RotaryEmbedding(0)
     with pytest.raises(ValueError, match="base must be > 1"):
         RotaryEmbedding(8, base=1.0)
     rope = RotaryEmbedding(8, max_len=16)
@@ -294,31 +273,16 @@ def test_rope_bad_input():
         rope.rotate(torch.randn(17, 8))
     with pytest.raises(ValueError, match="positions must lie in 0..15"):
         rope(q, q, positions=12)
-    with pytest.raises(ValueError, match="d_model=8"):
-        rope(torch.randn(5, 6), torch.randn(5, 6))
-    with pytest.raises(TypeError, match="positions must be integers"):
-        rope.rotate(q, positions=torch.arange(5.0))
-    with pytest.raises(TypeError, match="positions .* must be an int"):
-        rope.rotate(q, positions=1.5)
-    with pytest.raises(ValueError, match=r"positions must have shape \(5,\)"):
-        rope.rotate(q, positions=torch.arange(4))
-    with pytest.raises(ValueError, match="positions .* must be at least 0"):
+    with pytest.raises(ValueError, match="positions must lie in 0..15"):
         rope.rotate(q, positions=-1)
-    with pytest.raises(TypeError, match="floating-point"):
-        rope.rotate(torch.zeros(5, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match="positions must lie in 0..15"):
+        rope.rotate(q, positions=torch.tensor([0, 1, 2, 3, 16]))
 
 
 def test_relative_bias_bad_input():
-    with pytest.raises(ValueError, match="h must be at least 1"):
-        RelativePositionBias(0)
-    with pytest.raises(TypeError, match="h must be an int"):
-        RelativePositionBias(2.5)
     with pytest.raises(ValueError, match="num_buckets = 2 is too small"):
         RelativePositionBias(2, num_buckets=2)
     with pytest.raises(ValueError, match="max_distance must exceed"):
         RelativePositionBias(2, num_buckets=32, max_distance=8)
-    module = RelativePositionBias(2)
-    with pytest.raises(ValueError, match="n must be at least 1"):
-        module(0, 4)
     with pytest.raises(TypeError, match="relative_position must hold integers"):
         relative_position_bucket(torch.tensor([0.5, 1.0]))

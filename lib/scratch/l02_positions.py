@@ -19,19 +19,6 @@ import math
 import torch
 from torch import nn
 
-from scratch import validate
-
-
-def _check_sequence(x: torch.Tensor, d_model: int, max_len: int) -> int:
-    """x: (..., n, d_model) with n <= max_len; returns n."""
-    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != d_model:
-        found = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"x must be a tensor of shape (..., n, d_model = {d_model}), got {found}")
-    if x.shape[-2] > max_len:
-        raise ValueError(f"sequence too long: {x.shape[-2]} positions do not fit in max_len = {max_len}")
-    return x.shape[-2]
-
-
 # ---------------------------------------------------------------- absolute positions
 
 
@@ -43,8 +30,6 @@ def sinusoidal_positional_encoding(max_len: int, d_model: int, dtype: torch.dtyp
     Pair i turns at frequency ω_i: fast for the first dimensions, slower and slower for the last ones.
     Computed in float64 and then cast, so the largest positions lose no accuracy in float32.
     """
-    max_len = validate.integer(max_len, "max_len")
-    d_model = validate.integer(d_model, "d_model")
     if d_model % 2:
         raise ValueError(f"d_model must be even (sin/cos pairs), got {d_model}")
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
@@ -70,8 +55,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n = _check_sequence(x, self.d_model, self.max_len)
-        return self.dropout(x + self.pe[:n].to(x.dtype))
+        return self.dropout(x + self.pe[: x.shape[-2]].to(x.dtype))  # (batch, n, d_model)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -86,8 +70,7 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
-        self.max_len = validate.integer(max_len, "max_len")
-        self.d_model = validate.integer(d_model, "d_model")
+        self.max_len, self.d_model = max_len, d_model
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
@@ -96,8 +79,7 @@ class LearnedPositionalEmbedding(nn.Module):
         return self.embedding.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n = _check_sequence(x, self.d_model, self.max_len)
-        return x + self.embedding(torch.arange(n, device=x.device))
+        return x + self.embedding(torch.arange(x.shape[-2], device=x.device))  # (batch, n, d_model)
 
 
 # ---------------------------------------------------------------- relative positions
@@ -153,9 +135,7 @@ class RelativePositionBias(nn.Module):
 
     def __init__(self, h: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True):
         super().__init__()
-        self.h = validate.integer(h, "h")
-        self.num_buckets = validate.integer(num_buckets, "num_buckets")
-        self.max_distance = validate.integer(max_distance, "max_distance")
+        self.h, self.num_buckets, self.max_distance = h, num_buckets, max_distance
         self.bidirectional = bool(bidirectional)
         max_exact = num_buckets // (4 if bidirectional else 2)
         if max_exact < 1:
@@ -169,8 +149,6 @@ class RelativePositionBias(nn.Module):
         self.bias = nn.Embedding(num_buckets, h)  # S_rel: one row per bucket, one column per head
 
     def forward(self, n: int, m: int, offset: int = 0) -> torch.Tensor:
-        n, m = validate.integer(n, "n"), validate.integer(m, "m")
-        offset = validate.integer(offset, "offset", minimum=0)
         device = self.bias.weight.device
         query = torch.arange(offset, offset + n, device=device)[:, None]
         key = torch.arange(m, device=device)[None, :]
@@ -226,8 +204,7 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, d_head: int, max_len: int = 4096, base: float = 10000.0):
         super().__init__()
-        self.d_head = validate.integer(d_head, "d_head")
-        self.max_len = validate.integer(max_len, "max_len")
+        self.d_head, self.max_len = d_head, max_len
         if d_head % 2:
             raise ValueError(f"d_head must be even (RoPE rotates pairs of dimensions), got {d_head}")
         if not base > 1:
@@ -240,17 +217,13 @@ class RotaryEmbedding(nn.Module):
     def cos_sin(self, n: int, positions=None) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin of the angles for n positions: each (n, d_head), or (batch, n, d_head) for batched positions."""
         if not isinstance(positions, torch.Tensor):  # None or an offset: a slice of the tables
-            offset = validate.integer(0 if positions is None else positions, "positions (an offset)", minimum=0)
-            if offset + n > self.max_len:
+            offset = 0 if positions is None else positions
+            if offset < 0 or offset + n > self.max_len:
                 raise ValueError(
                     f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
                     f"{offset}..{offset + n - 1}"
                 )
             return self.cos_cached[offset : offset + n], self.sin_cached[offset : offset + n]
-        if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
-            raise TypeError(f"positions must be integers, got {positions.dtype}")
-        if positions.dim() not in (1, 2) or positions.shape[-1] != n:
-            raise ValueError(f"positions must have shape ({n},) or (batch, {n}), got {tuple(positions.shape)}")
         if positions.min() < 0 or positions.max() >= self.max_len:
             raise ValueError(
                 f"positions must lie in 0..{self.max_len - 1} (max_len = {self.max_len}), got "
@@ -270,7 +243,6 @@ class RotaryEmbedding(nn.Module):
 
     def _cos_sin_like(self, x: torch.Tensor, positions) -> tuple[torch.Tensor, torch.Tensor]:
         """cos_sin for x (..., n, d_head), in x's dtype and shaped to broadcast against it."""
-        validate.features(x, self.d_head)
         cos, sin = self.cos_sin(x.shape[-2], positions)
         if cos.dim() == 3:  # batched positions (batch, n, d): put the head dimensions in between
             shape = (cos.shape[0],) + (1,) * (x.dim() - 3) + cos.shape[1:]

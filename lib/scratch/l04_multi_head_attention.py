@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scratch import validate
 from scratch.l03_attention import scaled_dot_product_attention
 
 
@@ -35,14 +34,12 @@ class MultiHeadAttention(nn.Module):
         n_kv_heads: int | None = None,
     ):
         super().__init__()
-        h = validate.integer(h, "h")
-        d_model = validate.integer(d_model, "d_model")
         if d_model % h:
             raise ValueError(
                 f"d_model ({d_model}) must be divisible by the number of heads h ({h}): "
                 f"each head gets d_k = d_model / h dims"
             )
-        n_kv_heads = h if n_kv_heads is None else validate.integer(n_kv_heads, "n_kv_heads")
+        n_kv_heads = h if n_kv_heads is None else n_kv_heads
         if h % n_kv_heads:
             raise ValueError(
                 f"n_kv_heads ({n_kv_heads}) must divide the number of heads h ({h}): each key/value "
@@ -52,7 +49,7 @@ class MultiHeadAttention(nn.Module):
         self.h = h
         self.d_k = d_model // h
         self.n_kv_heads = n_kv_heads
-        self.dropout = validate.dropout(dropout)
+        self.dropout = dropout
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)  # d_model unless grouped-query
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
