@@ -32,7 +32,8 @@ from course import assets, corpora
 from course.bert_tasks import masked_word_eval_set, word_targets
 from course.checkpoints import MLM_HEADS, minilm_for
 from course.metrics import context_free_baselines, fill_mask_accuracy
-from scratch.l06_training import Run, lr_factor
+from course.runs import SavedRun
+from scratch.l06_training import lr_factor
 from scratch.l07_masking import IGNORE_INDEX, mask_tokens
 
 MAX_LEN = 64
@@ -152,7 +153,7 @@ def main(config: Config) -> dict:
 
     # warm-up, then a cosine to 10 % of the peak one step after the last (as the shipped runs had it)
     schedule = partial(lr_factor, steps=config.steps + 1, warmup=config.warmup, min_factor=0.1)
-    run = Run(
+    run = SavedRun(
         model,
         optimizer,
         config.steps,

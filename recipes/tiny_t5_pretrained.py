@@ -44,8 +44,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, T5ForConditionalGeneration, T5Tokenizer
 
 from course import corpora
+from course.runs import SavedRun
 from course.text_to_text import CLASSIFY, T5_TASKS, spam_examples, text_to_text_accuracy, text_to_text_example
-from scratch.l06_training import Run, decay_groups, hf_loss, lr_factor
+from scratch.l06_training import decay_groups, hf_loss, lr_factor
 from scratch.l07_masking import IGNORE_INDEX
 from scratch.l09_span_corruption import corrupt_ids, sentinel_tokens
 
@@ -155,11 +156,11 @@ def pretraining_pairs(windows, tokenizer, rng: random.Random) -> tuple[list, lis
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-def t5_run(config: Config, model, steps: int, lr: float, warmup: int, folder: Path, rng: random.Random) -> Run:
+def t5_run(config: Config, model, steps: int, lr: float, warmup: int, folder: Path, rng: random.Random) -> SavedRun:
     """AdamW (no weight decay on biases and norms), warm-up times a cosine to 0 at the end, gradients clipped to 1."""
     optimizer = torch.optim.AdamW(decay_groups(model, 0.01), lr=lr)
     schedule = partial(lr_factor, steps=steps + 1, warmup=warmup, min_factor=0.0, decay_during_warmup=True)
-    return Run(
+    return SavedRun(
         model,
         optimizer,
         steps,

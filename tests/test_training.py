@@ -1,11 +1,12 @@
-"""scratch.l06_training: determinism, the schedule, that loss goes down, evaluation hooks, a Run stopped and resumed,
-bad input."""
+"""scratch.l06_training: determinism, the schedule, that loss goes down, evaluation hooks, bad input; and
+course.runs.SavedRun, a run stopped and resumed."""
 
 import math
 
 import pytest
 import torch
 
+from course.runs import SavedRun
 from scratch import seed_everything
 from scratch.l06_gpt import GPT, GPTConfig
 from scratch.l06_training import (
@@ -137,7 +138,11 @@ def counting_run(folder=None, steps=12):
         x = (starts + torch.arange(9)) % 12
         return [(row[:, :-1], row[:, 1:]) for row in x]
 
-    run = Run(model, optimizer, steps, lambda step: lr_factor(step, steps, 3), folder=folder, save_every=4, rng=rng)
+    schedule = lambda step: lr_factor(step, steps, 3)  # noqa: E731
+    if folder is None:
+        run = Run(model, optimizer, steps, schedule)
+    else:
+        run = SavedRun(model, optimizer, steps, schedule, folder=folder, save_every=4, rng=rng)
     return run, next_batches
 
 

@@ -6,8 +6,8 @@
     sequence_loss   cross-entropy averaged over every position of every sequence (padding ignored)
     estimate_loss   the mean loss over a few batches, without gradients (for evaluation)
     decay_groups    AdamW's parameter groups: weight decay on the matrices, none on biases and norm gains
-    Run             the loop: schedule + gradient clipping + periodic evaluation + a text progress bar; with a
-                    folder, a long run saves its state as it goes and resumes where it stopped
+    Run             the loop: schedule + gradient clipping + periodic evaluation + a text progress bar
+                    (course.runs.SavedRun adds saving and resuming, for the recipes' long runs)
     train           a Run with AdamW, for a model, a batch function and a number of steps (the lectures' call)
 
 A batch is a tuple of tensors whose last entry is the targets: (x, y) for a language model, where
@@ -18,15 +18,11 @@ the next ones (tgt_out = [y_1, ..., EOS]), every position at once. Seeds: scratc
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import os
-import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -150,12 +146,7 @@ class Run:
     """One training run: each step sets every parameter group's lr to its initial lr × schedule(step), takes the
     batches next_batches() returns (a list: their mean loss is the step's loss, so several batches accumulate
     gradients), back-propagates loss_fn(model, batch), clips the gradient norm to grad_clip (None: never) and
-    steps the optimizer.
-
-    With a `folder`, every save_every steps (and at the end) it saves there, in one file written atomically, the
-    trainable tensors, the optimizer's state, the step, the history, the seconds spent and the random state of
-    torch and of `rng` (the random.Random or torch.Generator that draws the data); a Run built again with the same
-    arguments on the same folder resumes from there, so a long training can be stopped and continued.
+    steps the optimizer. after_step(last) runs after every step (course.runs.SavedRun saves there).
     """
 
     def __init__(
@@ -167,9 +158,6 @@ class Run:
         *,
         grad_clip: float | None = 1.0,
         loss_fn: Callable = default_loss,
-        folder: Path | str | None = None,
-        save_every: int = 200,
-        rng: random.Random | torch.Generator | None = None,
         device=None,
     ):
         self.steps = validate.integer(steps, "steps")
@@ -182,14 +170,9 @@ class Run:
         self.schedule = schedule
         self.grad_clip = grad_clip
         self.loss_fn = loss_fn
-        self.folder = None if folder is None else Path(folder)
-        self.save_every = validate.integer(save_every, "save_every")
-        self.rng = rng
         self.step = 0
         self.seconds = 0.0
         self.history = History()
-        if self.folder is not None and (self.folder / "state.pt").is_file():
-            self._resume()
 
     def train(
         self,
@@ -237,8 +220,7 @@ class Run:
                         self.history.evals.append({"step": self.step, **evaluate(self.model)})
                     if on_eval is not None:
                         on_eval(self.history)
-            if self.folder is not None and (self.step % self.save_every == 0 or self.step == last):
-                self._save()
+            self.after_step(last)
             if progress:
                 postfix = {"loss": f"{self.history.train_loss[-1]:.4f}"}
                 if self.history.eval_loss:
@@ -247,41 +229,8 @@ class Run:
         self.model.eval()
         return self
 
-    def _save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        state = {
-            "trained": {name: p.detach().cpu() for name, p in self.model.named_parameters() if p.requires_grad},
-            "optimizer": self.optimizer.state_dict(),
-            "step": self.step,
-            "seconds": self.seconds,
-            "history": dataclasses.asdict(self.history),
-            "torch_rng": torch.get_rng_state(),
-            "rng": None if self.rng is None else _rng_state(self.rng),
-        }
-        torch.save(state, self.folder / "state.tmp")
-        os.replace(self.folder / "state.tmp", self.folder / "state.pt")  # a run killed while saving keeps the last
-
-    def _resume(self) -> None:
-        state = torch.load(self.folder / "state.pt", weights_only=True)
-        self.model.load_state_dict(state["trained"], strict=False)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.step = state["step"]
-        self.seconds = state["seconds"]
-        self.history = History(**state["history"])
-        torch.set_rng_state(state["torch_rng"])
-        if self.rng is not None:
-            _set_rng_state(self.rng, state["rng"])
-
-
-def _rng_state(rng):
-    return rng.get_state() if isinstance(rng, torch.Generator) else rng.getstate()
-
-
-def _set_rng_state(rng, state) -> None:
-    if isinstance(rng, torch.Generator):
-        rng.set_state(state)
-    else:
-        rng.setstate(state)
+    def after_step(self, last: int) -> None:
+        """Runs after every step (last: the step this call of train stops at); nothing here."""
 
 
 def train(
