@@ -6,7 +6,6 @@
     choice(value, name, options)                one of a few names ("relu", "gelu", ...)
     token_id(value, vocab_size, name)           an int in 0..vocab_size-1
     token_ids(ids, vocab_size, max_len, name)   an integer tensor (batch, T) of ids in the vocabulary
-    features(x, d_model, name)                  a floating-point tensor (..., d_model)
 
 Each returns the checked value, so a check and its use fit on one line: `self.N = validate.integer(N, "N")`.
 Checks belong where a model or function is entered (constructors, forward of a whole model, generate), not in
@@ -82,12 +81,3 @@ def token_ids(ids, vocab_size: int, max_len: float = float("inf"), name: str = "
                 f"{name} contains token ids outside the vocabulary 0..{vocab_size - 1}: found {int(low)}..{int(high)}"
             )
     return ids
-
-
-def features(x, d_model: int, name: str = "x") -> torch.Tensor:
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        found = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"{name} must be a floating-point tensor (embeddings, not token ids), got {found}")
-    if x.dim() < 1 or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape (..., d_model={d_model}), got {tuple(x.shape)}")
-    return x
