@@ -262,6 +262,11 @@ def test_sinusoidal_bad_sizes(max_len, d_model, error, match):
         SinusoidalPositionalEncoding(d_model, max_len=max_len)
 
 
+def test_positions_past_max_len_do_not_exist():
+    with pytest.raises(ValueError, match="positions 0..10 do not fit in max_len = 10"):
+        LearnedPositionalEmbedding(10, 8)(torch.zeros(1, 11, 8))
+
+
 def test_rope_bad_input():
     with pytest.raises(ValueError, match="d_head must be even"):
         RotaryEmbedding(7)

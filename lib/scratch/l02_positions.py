@@ -79,7 +79,10 @@ class LearnedPositionalEmbedding(nn.Module):
         return self.embedding.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.embedding(torch.arange(x.shape[-2], device=x.device))  # (batch, n, d_model)
+        n = x.shape[-2]
+        if n > self.max_len:  # there is no vector for position max_len or later
+            raise ValueError(f"sequence too long: positions 0..{n - 1} do not fit in max_len = {self.max_len}")
+        return x + self.embedding(torch.arange(n, device=x.device))  # (batch, n, d_model)
 
 
 # ---------------------------------------------------------------- relative positions
