@@ -5,8 +5,8 @@
 Every notebooks/NN_*.ipynb becomes build/book/NN_*.html (nbconvert's lab template plus a navigation
 bar, tools/book_template/), and build/book/index.html lists them. The committed outputs are used as
 they are, except in notebooks with cells marked `keep_output: false` (bertviz views, too large to
-commit): those notebooks are executed again first, so the book shows the views. Cells tagged `claims`
-(the collapsed checks of what the text says about an output) are left out.
+commit): those notebooks are executed again first, up to their last such cell, so the book shows the views. Cells
+tagged `claims` (the collapsed checks of what the text says about an output) are left out.
 
 With --exercises, every exercises/NN_topic.ipynb becomes build/book/NN_topic-exercises.html, listed
 separately in the index: the student edition, as nbgrader's generate_assignment writes it
@@ -135,6 +135,17 @@ def needs_execution(nb) -> bool:
     return any(cell.cell_type == "code" and cell.metadata.get("keep_output") is False for cell in nb.cells)
 
 
+def execute_stripped_cells(nb, path: Path) -> None:
+    """Execute the notebook up to its last keep_output: false cell and take the outputs of the cells run; the
+    later cells keep their committed outputs (nothing they print feeds an earlier cell): no cell runs in vain."""
+    last = max(i for i, cell in enumerate(nb.cells) if cell.metadata.get("keep_output") is False)
+    head = nbformat.from_dict({**nb, "cells": nb.cells[: last + 1]})
+    ExecutePreprocessor(timeout=EXECUTE_TIMEOUT).preprocess(head, {"metadata": {"path": str(path)}})
+    for cell, executed in zip(nb.cells, head.cells):
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = executed.outputs, executed.execution_count
+
+
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
     '<div class="book-widget-note">(a live progress bar: JupyterLab draws it while the cell runs; '
@@ -261,7 +272,7 @@ def build(src: Path, out: Path, exercises: Path | None = None) -> list[Path]:
         executed = needs_execution(nb)
         if executed:
             try:
-                ExecutePreprocessor(timeout=EXECUTE_TIMEOUT).preprocess(nb, {"metadata": {"path": str(src)}})
+                execute_stripped_cells(nb, src)
             except CellExecutionError as error:
                 raise SystemExit(f"{path.name} failed while the book executed it again:\n{error}") from None
         drop_claims(nb)
@@ -270,7 +281,7 @@ def build(src: Path, out: Path, exercises: Path | None = None) -> list[Path]:
         pages.append(page)
         print(
             f"{page.name:36s} {time.perf_counter() - t0:6.1f} s {page.stat().st_size / 1e6:6.2f} MB"
-            + ("  (executed again: it has keep_output=false cells)" if executed else ""),
+            + ("  (executed again up to its last keep_output=false cell)" if executed else ""),
             flush=True,
         )
 
