@@ -56,6 +56,7 @@ class Config:
     warmup: int = 60
     eval_every: int = 200  # (the live variant: every 100 steps, as the lecture)
     eval_windows: int = 64  # windows per fixed validation batch (4 batches)
+    full_val_chars: int | None = None  # the final loss over the first this many validation characters (None: all)
     threads: int = 1
 
 
@@ -121,7 +122,7 @@ def train_variant(name: str, text, config: Config, seed: int) -> dict:
             }
             for step, loss in zip(history.eval_step, history.eval_loss)
         ],
-        "full_val_loss": round(full_loss(model, text.val_data), 4),
+        "full_val_loss": round(full_loss(model, text.val_data[: config.full_val_chars]), 4),
         "wall_s": round(wall, 1),
     }
 

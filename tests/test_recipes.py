@@ -216,7 +216,7 @@ def test_char_gpt_records_loss_against_compute_per_seed_and_loads(shipped):
     config = char_gpt.Config(
         out=shipped / "char-gpt", seeds=[0, 1], live_steps=2, longer_steps=4, larger_steps=2, larger_batch=4, warmup=1
     )
-    config.eval_every, config.eval_windows = 2, 4
+    config.eval_every, config.eval_windows, config.full_val_chars = 2, 4, 32 * 64
     metrics = char_gpt.main(config)
     assert list(metrics["variants"]) == ["live", "longer", "larger"]
     for name, variant in metrics["variants"].items():
