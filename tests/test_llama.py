@@ -235,7 +235,7 @@ def test_bad_input():
     config = dict(vocab_size=10, d_model=32, h=4, n_kv_heads=2, N=1, d_ff=64, max_len=8)
     with pytest.raises(ValueError, match="n_kv_heads \\(3\\) must divide"):
         OurConfig(**{**config, "n_kv_heads": 3})
-    with pytest.raises(ValueError, match="even d_k"):
+    with pytest.raises(ValueError, match="must be even"):
         OurConfig(**{**config, "d_model": 12})
     with pytest.raises(ValueError, match="eps"):
         OurConfig(**config, eps=0)

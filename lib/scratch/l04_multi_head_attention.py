@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from scratch import validate
 from scratch.l03_attention import scaled_dot_product_attention
 
 
@@ -34,11 +35,7 @@ class MultiHeadAttention(nn.Module):
         n_kv_heads: int | None = None,
     ):
         super().__init__()
-        if d_model % h:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by the number of heads h ({h}): "
-                f"each head gets d_k = d_model / h dims"
-            )
+        validate.heads(d_model, h)
         n_kv_heads = h if n_kv_heads is None else n_kv_heads
         if h % n_kv_heads:
             raise ValueError(

@@ -47,9 +47,7 @@ class LayerNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
         self.d_model = validate.integer(d_model, "d_model")
-        if not validate.real(eps, "eps") > 0:
-            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {eps}")
-        self.eps = eps
+        self.eps = validate.positive(eps, "eps")  # it keeps the division finite
         self.weight = nn.Parameter(torch.ones(d_model))  # gamma: starts as "keep the normalised value"
         self.bias = nn.Parameter(torch.zeros(d_model))  # beta
 

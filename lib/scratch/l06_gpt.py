@@ -42,14 +42,11 @@ class GPTConfig:
     tie_embeddings: bool = True  # the LM head is the token embedding matrix
 
     def __post_init__(self):
-        for name in ("vocab_size", "max_len", "d_model", "h", "N", "d_ff"):
-            validate.integer(getattr(self, name), name)
+        validate.integers(self, "vocab_size", "max_len", "d_model", "h", "N", "d_ff")
+        validate.heads(self.d_model, self.h)
         validate.dropout(self.dropout)
+        validate.positive(self.eps, "eps")
         validate.choice(self.activation, "activation", ACTIVATIONS)
-        if not validate.real(self.eps, "eps") > 0:
-            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {self.eps}")
-        if self.d_model % self.h:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by the number of heads h ({self.h})")
 
     @classmethod
     def gpt2(cls, **changes) -> GPTConfig:

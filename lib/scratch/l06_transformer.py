@@ -44,13 +44,11 @@ class TransformerConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "h", "N", "d_ff", "max_len"):
-            validate.integer(getattr(self, name), name)
+        validate.integers(self, "src_vocab_size", "tgt_vocab_size", "d_model", "h", "N", "d_ff", "max_len")
+        validate.heads(self.d_model, self.h)
         validate.token_id(self.pad_id, min(self.src_vocab_size, self.tgt_vocab_size), "pad_id")
         validate.dropout(self.dropout)
         validate.choice(self.activation, "activation", ACTIVATIONS)
-        if self.d_model % self.h:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by the number of heads h ({self.h})")
 
 
 class Transformer(nn.Module):

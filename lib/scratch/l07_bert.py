@@ -34,15 +34,12 @@ class BERTConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "h", "N", "d_ff", "max_len", "type_vocab_size"):
-            validate.integer(getattr(self, name), name)
+        validate.integers(self, "vocab_size", "d_model", "h", "N", "d_ff", "max_len", "type_vocab_size")
+        validate.heads(self.d_model, self.h)
         validate.token_id(self.pad_id, self.vocab_size, "pad_id")
         validate.dropout(self.dropout)
+        validate.positive(self.eps, "eps")
         validate.choice(self.activation, "activation", ACTIVATIONS)
-        if not validate.real(self.eps, "eps") > 0:
-            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {self.eps}")
-        if self.d_model % self.h:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by the number of heads h ({self.h})")
 
 
 class BERT(nn.Module):

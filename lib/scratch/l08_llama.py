@@ -45,17 +45,15 @@ class LlamaConfig:
     tie_embeddings: bool = True  # the LM head is the token embedding matrix
 
     def __post_init__(self):
-        for name in ("vocab_size", "max_len", "d_model", "h", "n_kv_heads", "N", "d_ff"):
-            validate.integer(getattr(self, name), name)
+        validate.integers(self, "vocab_size", "max_len", "d_model", "h", "n_kv_heads", "N", "d_ff")
+        if validate.heads(self.d_model, self.h) % 2:
+            raise ValueError(
+                f"d_k = d_model / h ({self.d_model // self.h}) must be even: RoPE turns pairs of dimensions"
+            )
         validate.dropout(self.dropout)
-        if not validate.real(self.eps, "eps") > 0:
-            raise ValueError(f"eps must be > 0 (it keeps the division finite), got {self.eps}")
+        validate.positive(self.eps, "eps")
         if not validate.real(self.rope_base, "rope_base") > 1:
             raise ValueError(f"rope_base must be > 1, got {self.rope_base}")
-        if self.d_model % self.h or self.d_model // self.h % 2:
-            raise ValueError(
-                f"d_model ({self.d_model}) must be h ({self.h}) times an even d_k: RoPE turns pairs of dimensions"
-            )
         if self.h % self.n_kv_heads:
             raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must divide the number of heads h ({self.h})")
 

@@ -1,6 +1,9 @@
 """The argument checks every module shares: fail early, with a message that names the problem.
 
     integer(value, name, minimum=1)             an int (numpy/torch ints too; not bool, 2.0 or "2") >= minimum
+    integers(obj, *names)                       integer() on each named attribute of obj (a config's sizes)
+    positive(value, name)                       a real number > 0, as a float (eps, rates)
+    heads(d_model, h)                           h divides d_model; returns d_k = d_model / h
     real(value, name)                           a real number (not bool), as a float
     dropout(p)                                  a probability in [0, 1)
     choice(value, name, options)                one of a few names ("relu", "gelu", ...)
@@ -30,6 +33,25 @@ def integer(value, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def integers(obj, *names: str) -> None:
+    for name in names:
+        integer(getattr(obj, name), name)
+
+
+def heads(d_model: int, h: int) -> int:
+    if d_model % h:
+        raise ValueError(
+            f"d_model ({d_model}) must be divisible by the number of heads h ({h}): each head gets d_k = d_model / h"
+        )
+    return d_model // h
+
+
+def positive(value, name: str) -> float:
+    if not real(value, name) > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return float(value)
 
 
 def real(value, name: str) -> float:
