@@ -328,6 +328,28 @@ def decoder_layer_by_hand(layer, x, config):
             "        getattr(ffn, name).weight.data.copy_(getattr(layer.mlp, name + '_proj').weight)\n"
             "    return a + ffn(norm(a))",
         ),
+        "borrowed: scratch's LlamaBlock with the layer's weights": """
+def decoder_layer_by_hand(layer, x, config):
+    from scratch.l03_attention import causal_mask
+    from scratch.l08_llama import LlamaBlock, LlamaConfig, rotary_tables
+
+    n, d_model = x.shape
+    c = LlamaConfig(
+        vocab_size=config.vocab_size, max_len=max(n, 8), d_model=d_model, h=config.num_attention_heads,
+        n_kv_heads=config.num_key_value_heads, N=1, d_ff=config.intermediate_size, eps=config.rms_norm_eps,
+        rope_base=config.rope_parameters["rope_theta"],
+    )
+    block = LlamaBlock(c).to(x.dtype)
+    names = {"self_attn.w_q": "self_attn.q_proj", "self_attn.w_k": "self_attn.k_proj",
+             "self_attn.w_v": "self_attn.v_proj", "self_attn.w_o": "self_attn.o_proj", "ffn.gate": "mlp.gate_proj",
+             "ffn.up": "mlp.up_proj", "ffn.down": "mlp.down_proj", "norm1": "input_layernorm",
+             "norm2": "post_attention_layernorm"}
+    with torch.no_grad():
+        for ours, theirs in names.items():
+            block.get_submodule(ours).weight.copy_(layer.get_submodule(theirs).weight)
+    cos, sin = rotary_tables(d_model // c.h, n, c.rope_base)
+    return block(x[None], cos.to(x.dtype), sin.to(x.dtype), causal_mask(n))[0][0]
+""",
         "SmolLM2's sizes written in: 9 heads, 3 K/V heads": """
 def decoder_layer_by_hand(layer, x, config):
     n, d_model = x.shape
