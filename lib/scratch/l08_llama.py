@@ -228,10 +228,10 @@ class Llama(nn.Module):
         if c.tie_embeddings:
             self.lm_head.weight = self.tok_embed.weight
 
-    # Copied from scratch.l06_gpt.GPT._init_weights with linear2->down
+    # Copied from scratch.l06_gpt.GPT._init_weights with linear2->down, W_2->W_down
     def _init_weights(self, N: int) -> None:
         """GPT-2's initialisation: N(0, 0.02²) and zero biases, with the projections into the residual stream
-        (W^O and W_2) scaled down by 1/sqrt(2N) so the stream's variance does not grow with depth."""
+        (W^O and W_down) scaled down by 1/sqrt(2N) so the stream's variance does not grow with depth."""
         for name, p in self.named_parameters():
             if name.endswith("bias"):
                 nn.init.zeros_(p)
